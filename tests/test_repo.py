@@ -1,0 +1,104 @@
+"""Repository hygiene: pins match the declaration, Binder matches the pins, notebooks are clean."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(
+    p for d in ("chapters", "exercises") for p in (ROOT / d).rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+)
+
+
+def pins(path: Path) -> dict[str, Version]:
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        req = Requirement(line)
+        (spec,) = req.specifier
+        assert spec.operator == "==", f"{path.name}: {line} is not an exact pin"
+        out[req.name.lower().replace("_", "-")] = Version(spec.version)
+    return out
+
+
+def declared() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        reqs += extra
+    return [Requirement(r) for r in reqs]
+
+
+def test_every_declared_dependency_is_pinned_within_its_range():
+    pinned = pins(ROOT / "requirements.txt")
+    for req in declared():
+        name = req.name.lower().replace("_", "-")
+        assert name in pinned, f"{req.name} is declared in pyproject.toml but not pinned"
+        assert req.specifier.contains(pinned[name], prereleases=True), (
+            f"{name}=={pinned[name]} in requirements.txt is outside pyproject's range {req.specifier}"
+        )
+
+
+def test_torch_is_the_cpu_build_and_jupyter_book_the_1x_line():
+    pinned = pins(ROOT / "requirements.txt")
+    assert pinned["torch"].local == "cpu"
+    assert pinned["jupyter-book"].major == 1
+
+
+def test_binder_installs_the_same_pins_and_the_package():
+    lines = [
+        ln.strip() for ln in (ROOT / "binder/requirements.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+    assert "-r ../requirements.txt" in lines
+    # nothing else is pinned there that could drift from the one pinned file
+    assert all(ln.startswith("-") for ln in lines), lines
+    assert "pip install --no-deps -e ." in (ROOT / "binder/postBuild").read_text()
+    runtime = (ROOT / "binder/runtime.txt").read_text().strip()
+    classifier = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert runtime == "python-3.11"
+    assert Requirement(f"python{classifier}").specifier.contains("3.11")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebooks_are_committed_without_outputs(path):
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        assert "id" in cell, f"{path.name}: a cell has no id (run nbformat's normalize)"
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [], f"{path.name}: strip the outputs"
+            assert cell["execution_count"] is None, f"{path.name}: clear execution counts"
+
+
+def test_toc_lists_every_chapter_and_nothing_missing():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [c["file"] for c in part["chapters"]]
+    for f in files:
+        assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
+    chapters = {p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "chapters").glob("*.*")
+                if p.suffix in (".md", ".ipynb")}
+    assert chapters <= set(files), f"chapters not in _toc.yml: {chapters - set(files)}"
+
+
+def test_ci_runs_the_readme_test_command():
+    commands = [
+        ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()
+        if ln.strip() and not ln.startswith(("#", "set ", "cd "))
+    ]
+    assert commands == ["make test"]
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(r"^make test$", readme, re.M)
+    assert re.search(r"^make book$", readme, re.M)
