@@ -1,0 +1,214 @@
+"""The graded exercises: sources, generated student notebooks, grading, and the website.
+
+One module-scoped build (``otter assign`` on every source, into a temporary
+folder) serves the freshness check and the gradebook; the gradebook test grades
+one folder that mixes full, blank, partial and hostile submissions
+(tests/fixtures/submissions.py) in one parallel batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import html
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from fixtures import submissions as fx
+
+from attnlib import grading
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = ROOT / "exercises"
+SOURCES = sorted((EXERCISES / "source").glob("*.ipynb"))
+NAMES = [p.stem for p in SOURCES]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("exercises")
+    grading.build(students=tmp / "students", out=tmp / "build")
+    return tmp
+
+
+# --------------------------------------------------------------------------- reading sources
+def _blocks(nb):
+    """Yield (question config, prompt, solution cells, [(hidden, test source)]) per question."""
+    question, stack, prompt, solutions, tests = None, [], None, [], []
+    for cell in nb.cells:
+        src = cell.source.strip()
+        if cell.cell_type == "raw" and src.startswith("# BEGIN QUESTION"):
+            question, prompt, solutions, tests = src, None, [], []
+            stack = ["question"]
+        elif cell.cell_type == "raw" and src.startswith("# BEGIN "):
+            stack.append(src.split()[2].lower())
+        elif cell.cell_type == "raw" and src.startswith("# END QUESTION"):
+            yield question, prompt, solutions, tests
+            question, stack = None, []
+        elif cell.cell_type == "raw" and src.startswith("# END "):
+            stack.pop()
+        elif question and stack[-1] == "question" and cell.cell_type == "markdown" and prompt is None:
+            prompt = src
+        elif question and stack[-1] == "solution":
+            solutions.append(src)
+        elif question and stack[-1] == "tests":
+            tests.append((bool(re.search(r"^hidden:\s*true", src, re.M)), src))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _secret_lines(source: Path) -> set[str]:
+    """Lines only a solution or a hidden test contains (normalised), long enough to be telling."""
+    nb = nbformat.read(source, as_version=4)
+    secret, public = set(), set()
+    for _, _prompt, solutions, tests in _blocks(nb):
+        for sol in solutions:
+            inside = re.findall(r"# BEGIN SOLUTION\n(.*?)\n\s*# END SOLUTION", sol, re.S)
+            for chunk in inside:
+                secret |= {_norm(ln) for ln in chunk.splitlines()}
+        for hidden, test in tests:
+            lines = {_norm(ln) for ln in test.splitlines()}
+            (secret if hidden else public).update(lines)
+    for cell in nb.cells:  # text the student notebook shows anyway
+        if "# BEGIN SOLUTION" not in cell.source and "BEGIN TEST CONFIG" not in cell.source:
+            public |= {_norm(ln) for ln in cell.source.splitlines()}
+    generic = ("#", '"""', "import ", "from ")
+    return {s for s in secret - public if len(s) >= 12 and not s.startswith(generic)}
+
+
+def _page_text(path: Path) -> str:
+    raw = path.read_text(errors="replace")
+    if path.suffix == ".html":
+        raw = html.unescape(re.sub(r"<[^>]+>", "", raw))
+    elif path.suffix == ".ipynb":
+        nb = json.loads(raw)
+        raw = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", [])) + json.dumps(
+            nb.get("metadata", {})
+        )
+    return _norm(raw)
+
+
+# --------------------------------------------------------------------------- the sources
+def test_five_exercises_cover_the_issue():
+    assert NAMES == [
+        "01_masked_softmax",
+        "02_additive_score",
+        "03_context_entropy",
+        "04_attention_module",
+        "05_spot_the_error",
+    ]
+    assert set(fx.POINTS) == set(NAMES)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_each_question_links_its_chapter_and_has_public_and_hidden_tests(source):
+    nb = nbformat.read(source, as_version=4)
+    blocks = list(_blocks(nb))
+    assert blocks, f"{source.name} has no question"
+    for config, prompt, solutions, tests in blocks:
+        assert "{doc}`../chapters/" in prompt, f"{config}: the prompt links no chapter"
+        assert solutions, f"{config}: no solution"
+        assert any(not h for h, _ in tests), f"{config}: no public test"
+        assert any(h for h, _ in tests), f"{config}: no hidden test"
+        assert all("call(" in t or "model" in t for _, t in tests), f"{config}: call learner code via call()"
+    title = next(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert re.match(r"\(ex-[\w-]+\)=\n# Exercise \d: ", title), title[:80]
+
+
+# --------------------------------------------------------------------------- the student notebooks
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebook_is_up_to_date_with_its_source(built, name):
+    committed = json.loads((EXERCISES / f"{name}.ipynb").read_text())
+    fresh = json.loads((built / "students" / f"{name}.ipynb").read_text())
+    assert committed == fresh, f"exercises/{name}.ipynb is out of date: run `make exercises`"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
+    secrets = _secret_lines(EXERCISES / "source" / f"{name}.ipynb")
+    assert len(secrets) >= 3, "the secret-line extraction found too little to be a real check"
+    text = _page_text(EXERCISES / f"{name}.ipynb")
+    leaked = sorted(s for s in secrets if s in text)
+    assert not leaked, f"{name}.ipynb shows {leaked[:3]}"
+    nb = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4)
+    assert f'otter.Notebook("{name}.ipynb")' in nb.cells[0].source
+    assert all(not re.search(r"hidden=True", t) for t in nb.metadata["otter"]["tests"].values())
+
+
+# --------------------------------------------------------------------------- grading
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path):
+    subs = tmp_path / "submissions"
+    cases = fx.materialise_all(subs, built / "build" / "solutions", EXERCISES)
+    before = _digest(subs)
+    gradebook = tmp_path / "gradebook.csv"
+    grading.grade(subs, gradebook, autograders=built / "build" / "autograder", jobs=2,
+                  timeout=180, cell_seconds=30)
+    with open(gradebook, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["student", "question", "score", "total", "note"]
+    got = {(r["student"], r["question"]): (float(r["score"]), float(r["total"]), r["note"]) for r in rows}
+    assert len(got) == len(rows) == sum(len(fx.POINTS[c.exercise]) for c in cases)
+    wrong = []
+    for case in cases:
+        for q, total in fx.POINTS[case.exercise].items():
+            score, tot, note = got[(case.student, f"{case.exercise}:{q}")]
+            if (score, tot) != (case.expect[q], total):
+                wrong.append(f"{case.student} {q}: {score}/{tot}, expected {case.expect[q]}/{total} "
+                             f"({case.why or case.kind}) {note}")
+    assert not wrong, "\n".join(wrong)
+    # hostile submissions changed nothing outside their own scratch folder
+    assert _digest(subs) == before
+    notes = {s: n for (s, _), (_, _, n) in got.items()}
+    assert "Kernel died" in notes["lea"]
+    assert "results withheld" in notes["max"]
+    assert notes["jon"] == notes["kim"] == notes["hal"] == notes["ana"] == ""
+
+
+# --------------------------------------------------------------------------- the website
+def test_the_site_lists_student_notebooks_and_never_a_solution_or_hidden_test():
+    site = ROOT / "_build" / "html"
+    assert (site / "index.html").exists(), "build the site first (make book; make test does)"
+    index = (site / "exercises" / "index.html").read_text()
+    for name in NAMES:
+        page = site / "exercises" / f"{name}.html"
+        assert page.exists(), f"the site has no page for {name}"
+        assert f"{name}.html" in index, f"exercises/index does not list {name}"
+        assert "mybinder.org" in page.read_text(), f"{name}: no Binder launch button"
+        assert "colab" in page.read_text().lower(), f"{name}: no Colab launch button"
+    assert not list(site.rglob("source/*.html")), "an instructor source was published"
+    secrets = set().union(*(_secret_lines(s) for s in SOURCES))
+    leaks = []
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".ipynb", ".txt", ".md", ".js", ".json", ".py"):
+            text = _page_text(path)
+            leaks += [f"{path.relative_to(site)}: {s}" for s in secrets if s in text]
+    assert not leaks, "\n".join(leaks[:10])
+
+
+def test_the_exercises_page_states_the_points_the_autograder_gives():
+    page = (EXERCISES / "index.md").read_text()
+    table = dict(re.findall(r"^\| \{doc\}`(\d\d_\w+)` \|[^|]*\| (\d+) \|", page, re.M))
+    assert table == {name: str(sum(fx.POINTS[name].values())) for name in NAMES}
+
+
+def test_a_submission_that_outlives_the_cell_limit_is_stopped_at_the_time_limit(built, tmp_path):
+    nb = nbformat.read(EXERCISES / "01_masked_softmax.ipynb", as_version=4)
+    stubborn = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
+    nb.cells.insert(2, nbformat.v4.new_code_cell(stubborn, id="stubborn"))
+    nbformat.write(nb, tmp_path / "zed.ipynb")
+    scores, note = grading.grade_one(
+        tmp_path / "zed.ipynb", built / "build" / "autograder" / "01_masked_softmax.zip",
+        timeout=15, cell_seconds=5,
+    )
+    assert scores is None
+    assert note == "stopped after the time limit of 15 s"

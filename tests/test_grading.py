@@ -1,0 +1,188 @@
+"""attnlib.grading: the pure-Python references, the checks, and the guard (in a child process)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnlib import grading as g
+
+finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
+
+
+# --------------------------------------------------------------------------- references
+def test_py_softmax_on_hand_values():
+    assert g.py_softmax([0.0, math.log(2.0)]) == pytest.approx([1 / 3, 2 / 3])
+    assert g.py_softmax([1000.0, 1000.0]) == pytest.approx([0.5, 0.5])
+    assert g.py_softmax([5.0, 0.0, 1000.0], [True, True, False]) == pytest.approx(
+        [math.exp(5) / (math.exp(5) + 1), 1 / (math.exp(5) + 1), 0.0]
+    )
+
+
+def test_py_softmax_refuses_an_empty_mask():
+    with pytest.raises(ValueError, match="keep at least one position"):
+        g.py_softmax([1.0, 2.0], [False, False])
+
+
+@given(st.lists(finite, min_size=1, max_size=8), finite)
+def test_py_softmax_is_a_distribution_and_shift_invariant(e, shift):
+    alpha = g.py_softmax(e)
+    assert math.fsum(alpha) == pytest.approx(1.0)
+    assert min(alpha) >= 0
+    assert g.py_softmax([x + shift for x in e]) == pytest.approx(alpha, abs=1e-12)
+
+
+def test_py_additive_scores_on_hand_values():
+    # d_s = d_h = d_a = 1: e_i = 2 tanh(0.5 + h_i)
+    e = g.py_additive_scores([0.5], [[0.0], [1.0]], [[1.0]], [[1.0]], [2.0])
+    assert e == pytest.approx([2 * math.tanh(0.5), 2 * math.tanh(1.5)])
+    # d_s = 2, d_h = 1, d_a = 2, with v_a picking the second component
+    e = g.py_additive_scores([1.0, 2.0], [[3.0]], [[1.0, 0.0], [0.0, 1.0]], [[0.0], [1.0]], [0.0, 1.0])
+    assert e == pytest.approx([math.tanh(2.0 + 3.0)])
+
+
+def test_py_context_and_entropy_on_hand_values():
+    assert g.py_context([0.25, 0.75], [[1.0, 0.0], [0.0, 4.0]]) == pytest.approx([0.25, 3.0])
+    assert g.py_entropy([0.25] * 4) == pytest.approx(math.log(4))
+    assert g.py_entropy([0.0, 1.0, 0.0]) == 0.0
+    assert g.py_entropy([0.5, 0.5], base=2) == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- checks
+def test_floats_reads_arrays_tensors_and_says_what_is_missing():
+    assert g.floats(np.array([[1, 2], [3, 4]])) == ((2, 2), [1.0, 2.0, 3.0, 4.0])
+    assert g.floats(torch.tensor([0.5, 1.5], requires_grad=True)) == ((2,), [0.5, 1.5])
+    with pytest.raises(AssertionError, match="does not return anything yet"):
+        g.floats(None, "alpha")
+    with pytest.raises(AssertionError, match="could not be read as an array of numbers"):
+        g.floats(["a", "b"], "alpha")
+
+
+def test_assert_close_names_the_shape_or_the_entry_that_differs():
+    g.assert_close(np.array([0.5, 0.25]), [0.5, 0.25])
+    with pytest.raises(AssertionError, match=r"alpha should have shape \(3,\), but it has shape \(2,\)"):
+        g.assert_close(np.array([0.5, 0.5]), [0.2, 0.3, 0.5], name="alpha")
+    with pytest.raises(AssertionError, match=r"entry 1 .* is 0.6, expected 0.5"):
+        g.assert_close([0.5, 0.6], [0.5, 0.5], name="alpha")
+    with pytest.raises(AssertionError, match="entry 0"):
+        g.assert_close([float("nan")], [0.5])
+
+
+def test_call_turns_every_failure_into_a_failed_check():
+    assert g.call(lambda x: x + 1, 1) == 2
+    with pytest.raises(AssertionError, match="softmax is not defined yet"):
+        g.call(None, 1, name="softmax")
+
+    def leaves():
+        sys.exit("bye")
+
+    with pytest.raises(AssertionError, match="leaves raised SystemExit: bye"):
+        g.call(leaves)
+
+    def spins():
+        while True:
+            pass
+
+    start = time.perf_counter()
+    with pytest.raises(AssertionError, match=r"ran longer than 0\.2 s"):
+        g.call(spins, seconds=0.2)
+    assert time.perf_counter() - start < 5
+
+
+def test_check_untampered_without_a_guard(monkeypatch):
+    g.check_untampered()  # a learner's own machine: nothing to compare with, the check passes
+    monkeypatch.setenv(g.GRADING_ENV, "1")
+    with pytest.raises(AssertionError, match="guard did not answer"):
+        g.check_untampered()
+
+
+# --------------------------------------------------------------------------- the guard, in a child
+GUARDED = textwrap.dedent("""
+    import json, os, subprocess, sys
+    import numpy as np
+    from attnlib import grading as g
+    scratch = sys.argv[1]
+    g.install_guard(scratch=scratch, modules=["numpy", "math", "builtins", "attnlib.grading"])
+    sub = os.path.join(scratch, "tmp", "run", "autograder", "submission")
+    out = {}
+    def attempt(name, fn):
+        try:
+            fn()
+            out[name] = "allowed"
+        except PermissionError:
+            out[name] = "refused"
+        except AssertionError as err:
+            out[name] = "failed check: " + str(err).split(". ")[0]
+    attempt("write in the submission", lambda: open(os.path.join(sub, "notes.txt"), "w").write("x"))
+    attempt("write a test", lambda: open(os.path.join(sub, "tests", "q1.py"), "w").write("x"))
+    attempt("delete a test", lambda: os.remove(os.path.join(sub, "tests", "q1.py")))
+    attempt("write the results", lambda: open(os.path.join(scratch, "tmp", "r.pkl"), "wb").write(b"x"))
+    attempt("write outside", lambda: open(os.path.join(scratch, "..", "outside.txt"), "w").write("x"))
+    attempt("shell", lambda: os.system("true"))
+    attempt("subprocess", lambda: subprocess.run(["true"]))
+    attempt("chdir", lambda: os.chdir("/"))
+    attempt("clean check", g.check_untampered)
+    np.allclose = lambda *a, **k: True
+    attempt("check after numpy was patched", g.check_untampered)
+    print(json.dumps(out))
+""")
+
+
+def test_the_guard_confines_a_submission_and_reports_replaced_functions(tmp_path):
+    scratch = tmp_path / "scratch"
+    tests = scratch / "tmp" / "run" / "autograder" / "submission" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "q1.py").write_text("kept")
+    proc = subprocess.run(
+        [sys.executable, "-c", GUARDED, str(scratch)], capture_output=True, text=True, timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {
+        "write in the submission": "allowed",
+        "write a test": "refused",
+        "delete a test": "refused",
+        "write the results": "refused",
+        "write outside": "refused",
+        "shell": "refused",
+        "subprocess": "refused",
+        "chdir": "refused",
+        "clean check": "allowed",
+        "check after numpy was patched": "failed check: these functions were replaced, so no check can be trusted: numpy.allclose",
+    }
+    assert (tests / "q1.py").read_text() == "kept"
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_the_cli_explains_a_missing_build(tmp_path):
+    (tmp_path / "subs").mkdir()
+    with pytest.raises(FileNotFoundError, match="run `make exercises` first"):
+        g.grade(tmp_path / "subs", tmp_path / "gb.csv", autograders=tmp_path / "none")
+
+
+def test_a_notebook_that_is_not_an_exercise_is_reported(tmp_path):
+    ag = tmp_path / "ag"
+    ag.mkdir()
+    import zipfile
+
+    with zipfile.ZipFile(ag / "01_x.zip", "w") as z:
+        z.writestr("tests/q1.py", "name = 'q1'\npoints = 2\n")
+    subs = tmp_path / "subs" / "zoe"
+    subs.mkdir(parents=True)
+    (subs / "holiday.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
+    rows = g.grade(tmp_path / "subs", tmp_path / "gb.csv", autograders=ag)
+    assert rows == [dict(student="zoe", question="holiday.ipynb", score=0.0, total=0.0,
+                         note="not an exercise notebook")]
+    assert Path(tmp_path / "gb.csv").read_text().splitlines()[0] == "student,question,score,total,note"
