@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: book test lint bench pin clean
+.PHONY: book test lint browser bench pin clean exercises grade
 
 # Re-run the install only when the declaration or the pins change.
 $(STAMP): requirements.txt pyproject.toml
@@ -17,14 +17,39 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PIP) install --quiet --no-deps -e .
 	@touch $@
 
-book: $(STAMP)
+# The JavaScript the site serves itself (widget manager, RequireJS, MathJax) and the browser test's
+# accessibility checker (axe-core), at the versions pinned in package-lock.json.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
 lint: $(STAMP)
 	$(BIN)/ruff check attnlib tests bench
 
-test: book lint
-	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
+# The browser test (tests/test_site.py) drives Debian's chromium; install it when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+# tests/test_binder.py (a fresh environment from binder/ alone, ~10 min here) runs on its own:
+#   .venv/bin/pytest tests/test_binder.py
+test: book lint browser
+	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises --ignore=tests/test_binder.py
+
+# For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
+SUBMISSIONS ?= submissions
+GRADEBOOK ?= gradebook.csv
+
+exercises: $(STAMP)
+	$(BIN)/python -m attnlib.grading build
+
+grade: exercises
+	$(BIN)/python -m attnlib.grading grade $(SUBMISSIONS) -o $(GRADEBOOK)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

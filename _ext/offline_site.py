@@ -1,0 +1,251 @@
+"""Make the built website self-contained: it serves its own JavaScript, offline.
+
+A local Sphinx extension (listed under ``sphinx: local_extensions`` in ``_config.yml``).
+
+What it does
+------------
+1. **Vendors pinned JavaScript.** At ``config-inited`` it copies, from ``node_modules/`` (installed
+   by ``npm ci`` from ``package.json``/``package-lock.json``, which ``make book`` runs), the files
+   the pages need into a staging folder listed in ``html_extra_path``; Sphinx copies that folder's
+   contents to the site root, so the site serves ``_vendor/requirejs/``,
+   ``_vendor/@jupyter-widgets/html-manager/dist/`` and ``_vendor/mathjax/es5/`` itself. They are
+   not in ``_static/``: Jupyter Book 1 would add every ``*.js`` there to every page.
+2. **Fixes each page's script list** at ``html-page-context``:
+
+   - drops exact duplicate inline scripts (sphinx-thebe's ``const THEBE_JS_URL = ...`` is added
+     twice, which every browser reports as ``SyntaxError: Identifier 'THEBE_JS_URL' has already
+     been declared``);
+   - tidies ``_static/../_vendor/...`` (Sphinx prefixes ``_static/`` to relative paths given in
+     ``mathjax_path`` and ``nb_ipywidgets_js``) into ``_vendor/...``;
+   - before the widget manager, adds a small script (``WIDGET_SETUP``): its icon fonts load from
+     ``_vendor/`` instead of a path relative to the page, where they 404; widget labels typeset
+     with MathJax 3; slider handles are named after their labels;
+   - gives bibliography entries the ``listitem`` role their ``role="list"`` parent requires.
+
+   It also names the sidebar's expand/collapse toggles (axe: ``summary-name``, serious) and adds
+   ``_ext/static/offline_site.css`` (a darker red for otter-grader's "results" text, which fails
+   WCAG AA contrast).
+3. **Overrides two theme components** (``_ext/templates/``, put first on ``templates_path``): the
+   search button and the colour-mode button, whose accessible names contradicted their visible
+   text (axe-core: ``label-content-name-mismatch``, serious).
+
+The versions are pinned in ``package.json``; ``_config.yml`` points ``mathjax_path`` and
+``nb_ipywidgets_js`` at the vendored copies.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ExtensionError
+
+#: (package in node_modules, files or folders inside it to serve). Folders are copied whole.
+VENDORED: dict[str, tuple[str, ...]] = {
+    "requirejs": ("require.js", "package.json"),
+    "@jupyter-widgets/html-manager": (
+        "dist/embed-amd.js",
+        "dist/*.woff2",
+        "dist/*.woff",
+        "dist/*.ttf",
+        "dist/*.eot",
+        "dist/*.svg",
+        "package.json",
+    ),
+    # tex-mml-chtml.js is MathJax's combined file; the folders are what it loads on demand
+    # (TeX extensions, CHTML fonts, the menu's accessibility tools and speech rules).
+    "mathjax": (
+        "es5/tex-mml-chtml.js",
+        "es5/input",
+        "es5/output/chtml",
+        "es5/output/chtml.js",
+        "es5/a11y",
+        "es5/ui",
+        "es5/sre",
+        "es5/adaptors",
+        "LICENSE",
+        "package.json",
+    ),
+}
+
+#: Where the vendored files appear in the built site (relative to its root).
+VENDOR_URL = "_vendor"
+WIDGET_MANAGER = f"{VENDOR_URL}/@jupyter-widgets/html-manager/dist/embed-amd.js"
+
+
+#: Runs before the widget manager. (1) Its webpack public path, and the AMD module path it derives
+#: the same from, point at the vendored copy, so its icon fonts load from ``_vendor/`` rather than
+#: from ``<page dir>/@jupyter-widgets/...``, where they 404. (2) Its controls typeset widget labels
+#: with MathJax 2's ``MathJax.Hub.Queue``; MathJax 3 has no ``Hub``, so every labelled widget
+#: threw "Cannot read properties of undefined (reading 'Queue')": a two-line bridge to MathJax 3.
+#: (3) Slider handles get an accessible name (axe: aria-input-field-name, serious).
+WIDGET_SETUP = """\
+window.__jupyter_widgets_assets_path__ = new URL(%(assets)s, document.baseURI).href;
+require.config({paths: {"@jupyter-widgets/html-manager/dist": %(dist)s}});
+// (3) noUiSlider's handles (role="slider") get the slider's visible label as their name.
+new MutationObserver(function () {
+  document.querySelectorAll(".widget-slider .noUi-handle:not([aria-label])").forEach(function (h) {
+    var label = h.closest(".widget-slider").querySelector(".widget-label");
+    var text = label ? label.textContent.replace(/\\\\[()]/g, "").trim() : "";
+    if (text) h.setAttribute("aria-label", text);
+  });
+}).observe(document.documentElement, {childList: true, subtree: true});
+window.addEventListener("DOMContentLoaded", function () {
+  if (window.MathJax && MathJax.typesetPromise && !MathJax.Hub) {
+    MathJax.Hub = {Queue: function (job) {
+      var el = job && job[2];
+      MathJax.startup.promise = MathJax.startup.promise.then(function () {
+        return MathJax.typesetPromise(el ? [el] : undefined);
+      });
+    }};
+  }
+});"""
+
+
+def _copy_if_changed(src: Path, dst: Path) -> None:
+    st = src.stat()
+    if dst.exists():
+        dt = dst.stat()
+        if dt.st_size == st.st_size and dt.st_mtime >= st.st_mtime:
+            return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def _stage_vendor(node_modules: Path, stage: Path) -> None:
+    """Copy the pinned files of ``VENDORED`` from ``node_modules`` into ``stage/_vendor``."""
+    for package, patterns in VENDORED.items():
+        pkg_dir = node_modules / package
+        manifest = pkg_dir / "package.json"
+        if not manifest.is_file():
+            msg = (
+                f"offline_site: expected the npm package {package!r} in {node_modules}, "
+                f"found no {manifest}. Run `npm ci` in the repository root (`make book` does)."
+            )
+            raise ExtensionError(msg)
+        for pattern in patterns:
+            matches = sorted(pkg_dir.glob(pattern))
+            if not matches:
+                msg = f"offline_site: {package!r} has no file matching {pattern!r} in {pkg_dir}"
+                raise ExtensionError(msg)
+            for src in matches:
+                files = sorted(p for p in src.rglob("*") if p.is_file()) if src.is_dir() else [src]
+                for f in files:
+                    rel = f.relative_to(pkg_dir)
+                    _copy_if_changed(f, stage / VENDOR_URL / package / rel)
+
+
+def stage_vendored_files(app: Sphinx, config: Config) -> None:
+    """Fill the ``html_extra_path`` entry named by ``offline_site_stage`` (runs at config-inited).
+
+    Also puts ``_ext/templates`` first on ``templates_path``: its two theme components fix
+    accessible names that axe-core reports as serious.
+    """
+    templates = str(Path(__file__).parent / "templates")
+    if templates not in config.templates_path:
+        config.templates_path.insert(0, templates)
+    static = str(Path(__file__).parent / "static")
+    if static not in config.html_static_path:
+        config.html_static_path.append(static)
+    confdir = Path(app.confdir)
+    stage = (confdir / config.offline_site_stage).resolve()
+    extra = [(confdir / p).resolve() for p in config.html_extra_path]
+    if stage not in extra:
+        msg = (
+            f"offline_site: expected offline_site_stage={config.offline_site_stage!r} to be one "
+            f"of html_extra_path, got html_extra_path={config.html_extra_path!r}"
+        )
+        raise ExtensionError(msg)
+    _stage_vendor((confdir / config.offline_site_node_modules).resolve(), stage)
+    versions = {
+        pkg: json.loads((confdir / config.offline_site_node_modules / pkg / "package.json")
+                        .read_text(encoding="utf-8"))["version"]
+        for pkg in VENDORED
+    }
+    (stage / VENDOR_URL / "versions.json").write_text(
+        json.dumps(versions, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+
+
+def _tidy(filename: str) -> str:
+    """``_static/../_vendor/x.js`` -> ``_vendor/x.js``; anything else unchanged."""
+    if "://" in filename or not filename.startswith("_static/.."):
+        return filename
+    return posixpath.normpath(filename)
+
+
+_TOGGLE = re.compile(
+    r'(<a class="reference internal" href="[^"]*">([^<]*)</a>\s*<details[^>]*>\s*)<summary>'
+)
+
+
+def _name_toggles(html: str) -> str:
+    """Give the sidebar's expand/collapse toggles (a bare chevron) an accessible name."""
+    html = _TOGGLE.sub(
+        lambda m: f'{m.group(1)}<summary aria-label="Show or hide the pages under '
+                  f'{m.group(2).strip()}">',
+        html,
+    )
+    return html.replace("<summary><span class=\"toctree-toggle\"",
+                        "<summary aria-label=\"Show or hide the pages of this section\">"
+                        "<span class=\"toctree-toggle\"")
+
+
+def fix_script_files(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Deduplicate, tidy and complete the page's ``script_files`` in place; name nav toggles."""
+    toctree = context.get("generate_toctree_html")
+    if callable(toctree) and not getattr(toctree, "_names_toggles", False):
+        def generate_toctree_html(*args: Any, **kwargs: Any) -> str:
+            return _name_toggles(str(toctree(*args, **kwargs)))
+
+        generate_toctree_html._names_toggles = True  # type: ignore[attr-defined]
+        context["generate_toctree_html"] = generate_toctree_html
+    body = context.get("body")
+    if isinstance(body, str) and 'role="doc-biblioentry"' in body:
+        # docutils marks each entry of a <div role="list"> with the deprecated doc-biblioentry
+        # role; a list must hold list items (axe: aria-required-children, critical).
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    from sphinx.builders.html._assets import _JavaScript
+
+    fixed: list[Any] = []
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for js in scripts:
+        filename = js.filename or ""
+        attributes = dict(js.attributes)
+        key = (filename, tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        tidy = _tidy(str(filename)) if filename else filename
+        if tidy == WIDGET_MANAGER:
+            # the fonts' folder, relative to this page ("../_vendor/..." one folder down)
+            assets = posixpath.dirname(context["pathto"](WIDGET_MANAGER, 1)) + "/"
+            fixed.append(_JavaScript(None, priority=js.priority, body=WIDGET_SETUP % {
+                "assets": json.dumps(assets),
+                "dist": json.dumps(assets.rstrip("/")),
+            }))
+        if tidy != filename:
+            js = _JavaScript(tidy, priority=js.priority, **attributes)
+        fixed.append(js)
+    scripts[:] = fixed
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("offline_site_stage", "_build/.site_extra", "html", types=[str])
+    app.add_config_value("offline_site_node_modules", "node_modules", "html", types=[str])
+    # Before Sphinx's own check (priority 800) drops html_extra_path entries that do not exist.
+    app.connect("config-inited", stage_vendored_files, priority=400)
+    app.connect("html-page-context", fix_script_files, priority=900)
+    app.add_css_file("offline_site.css")
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

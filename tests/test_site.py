@@ -1,0 +1,478 @@
+"""The built website as a learner meets it, checked in a real browser with the network cut.
+
+Every page of ``_build/html`` (whatever pages the build has) is opened in headless Chromium
+(Debian's ``chromium``; ``make test`` installs it when missing) from a local HTTP server on
+127.0.0.1. Every request to any other host is aborted *and* counted as a failure, so a page passes
+only if it renders from the site's own files. Per page the test fails on
+
+- a console error or uncaught exception,
+- a failed request (HTTP status >= 400, an aborted or blocked request),
+- math left raw (``$$``, ``\\(``, ``\\[``, ``\\begin{``, ``$x_i$``) or a MathJax error box,
+- a widget whose saved state is not drawn,
+- an image that does not load or has no alt text (or other accessible name), a figure from a
+  notebook cell without a caption,
+- a link to a page or ``#anchor`` of the site that does not exist,
+- a serious or critical violation found by axe-core (``node_modules/axe-core``, pinned in
+  ``package.json``), injected into the page.
+
+A full-page screenshot per page goes to ``tests/_artifacts/site/`` for review (not committed).
+Other tests check the launch and download buttons of every notebook page and offline search.
+
+Build the site first (``make book``); ``make test`` does it before running the tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The built site; $SITE_DIR checks another build (e.g. a scratch copy of the book).
+SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
+BOOK = SITE.parents[1]  # the book's source folder (<book>/_build/html)
+ARTIFACTS = ROOT / "tests" / "_artifacts" / "site"
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+#: Folders of the built site that hold assets, not pages.
+NOT_PAGES = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static", "_panels_static"}
+#: axe-core impacts that fail the test.
+FAILING_IMPACTS = ("serious", "critical")
+
+
+def site_pages() -> list[str]:
+    """Every HTML page of the built site, as paths relative to its root (posix)."""
+    if not SITE.is_dir():
+        return []
+    return sorted(
+        p.relative_to(SITE).as_posix()
+        for p in SITE.rglob("*.html")
+        if not (set(p.relative_to(SITE).parts[:-1]) & NOT_PAGES)
+        and not any(part.startswith(".") for part in p.relative_to(SITE).parts)
+    )
+
+
+PAGES = site_pages()
+NO_SITE = "<no built site: run `make book` first>"
+REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"', re.I)
+
+
+def notebook_pages() -> list[str]:
+    """Pages built from a notebook: the ones with an ``.ipynb`` source in ``_sources/``."""
+    return [p for p in PAGES if (SITE / "_sources" / p).with_suffix(".ipynb").is_file()]
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """Serve ``_build/html`` on 127.0.0.1 (a free port); yields the base URL."""
+    assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, (
+        "expected Debian's chromium on PATH (or $CHROMIUM), found none: "
+        "`apt-get install -y chromium` (make test installs it when missing)"
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=chromium_path(),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class PageVisit:
+    """One page opened with every non-local request blocked, and what went wrong on it."""
+
+    def __init__(self, browser: Any, base: str, rel: str) -> None:
+        self.base, self.rel = base, rel
+        self.problems: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                           service_workers="block")
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
+        self.page.on("requestfailed", self._request_failed)
+        self.page.on("response", self._response)
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(self.base):
+            route.continue_()
+        else:
+            self.problems.append(f"request outside the site (blocked): {url}")
+            route.abort("blockedbyclient")
+
+    def _console(self, msg: Any) -> None:
+        if msg.type == "error":
+            self.problems.append(f"console error: {msg.text} ({msg.location.get('url', '')})")
+
+    def _request_failed(self, request: Any) -> None:
+        if request.url.startswith(self.base):
+            self.problems.append(f"request failed: {request.url} ({request.failure})")
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            self.problems.append(f"HTTP {response.status}: {response.url}")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+# JavaScript run in the page -------------------------------------------------------
+
+WAIT_FOR_MATHJAX = """
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+    return 'typeset';
+  }
+  return 'no MathJax on this page';
+}
+"""
+
+WIDGETS_DRAWN = """
+() => Array.from(document.querySelectorAll(
+        'script[type="application/vnd.jupyter.widget-view+json"]'))
+      .every(v => { const p = v.previousElementSibling;
+                    return p && p.classList.contains('widget-subarea') && p.children.length > 0; })
+"""
+
+WIDGET_REPORT = """
+() => Array.from(document.querySelectorAll(
+        'script[type="application/vnd.jupyter.widget-view+json"]'))
+      .map(v => { const p = v.previousElementSibling;
+                  const drawn = !!(p && p.classList.contains('widget-subarea') && p.children.length);
+                  let id = ''; try { id = JSON.parse(v.textContent).model_id; } catch (e) {}
+                  return {id, drawn, height: p ? p.getBoundingClientRect().height : 0}; })
+"""
+
+# Text a reader sees (not code, not scripts), and what MathJax left behind.
+MATH_REPORT = r"""
+() => {
+  const skip = 'script,style,pre,code,textarea,kbd,samp,mjx-container,.highlight,' +
+               '#search-results,.search-button,.bd-search';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const raw = [];
+  const patterns = [/\$\$/, /\\\(/, /\\\)/, /\\\[/, /\\\]/, /\\begin\{/,
+                    /(^|[^\w$])\$[^\s$][^$\n]*?[_^\\][^$\n]*?\$/];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement && n.parentElement.closest(skip)) continue;
+    const t = n.textContent;
+    if (patterns.some(p => p.test(t))) raw.push(t.trim().slice(0, 120));
+  }
+  const mathNodes = Array.from(document.querySelectorAll('span.math, div.math'));
+  const untypeset = mathNodes.filter(m => !m.querySelector('mjx-container'))
+                             .map(m => m.textContent.trim().slice(0, 80));
+  const errors = Array.from(document.querySelectorAll('mjx-merror'))
+                      .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120));
+  return {raw, untypeset, errors, math: mathNodes.length,
+          typeset: document.querySelectorAll('mjx-container').length};
+}
+"""
+
+IMAGES_REPORT = """
+() => Array.from(document.querySelectorAll('img')).map(img => ({
+  src: (img.currentSrc || img.src).slice(0, 100),
+  loaded: img.complete && img.naturalWidth > 0,
+  // the accessible name: alt, else aria-label, else title (e.g. an ipywidgets.Image's tooltip)
+  alt: img.getAttribute('alt') ?? img.getAttribute('aria-label') ?? img.getAttribute('title'),
+  visible: img.getClientRects().length > 0,
+  // a figure from a notebook cell (not a widget's live image) needs a caption (STYLE.md)
+  uncaptioned: !!img.closest('.cell_output') && !img.closest('.widget-subarea') &&
+               !(img.closest('figure') && img.closest('figure').querySelector('figcaption')),
+}))
+"""
+
+LINKS = """
+() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)
+"""
+
+RUN_AXE = """
+async (impacts) => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations.filter(v => impacts.includes(v.impact)).map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ')),
+  }));
+}
+"""
+
+
+@functools.cache
+def anchors_of(path: Path) -> frozenset[str]:
+    """Every ``id``/``name`` a page of the site defines (what ``page.html#x`` can target)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return frozenset(re.findall(r'\s(?:id|name)="([^"]+)"', text))
+
+
+def broken_links(base: str, here: str, hrefs: list[str]) -> list[str]:
+    """Links into the site whose file or ``#anchor`` does not exist."""
+    broken = []
+    for href in sorted(set(hrefs)):
+        if not href.startswith(base):
+            continue  # other sites (GitHub, Binder, Colab, DOIs) are not fetched offline
+        parts = urlsplit(href)
+        rel = unquote(parts.path[len(urlsplit(base).path):])
+        target = SITE / rel
+        if rel == "" or rel.endswith("/"):
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(f"{href} (from {here}): no file {target.relative_to(SITE)}")
+            continue
+        fragment = unquote(parts.fragment)
+        if fragment and target.suffix == ".html" and fragment not in anchors_of(target):
+            broken.append(f"{href} (from {here}): no anchor #{fragment} in {rel or 'index.html'}")
+    return broken
+
+
+def screenshot_path(rel: str) -> Path:
+    return ARTIFACTS / (rel.replace("/", "__").removesuffix(".html") + ".png")
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_site_is_built() -> None:
+    assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
+    assert PAGES, f"no pages found in {SITE}"
+
+
+def test_site_serves_its_own_javascript() -> None:
+    """The pinned widget manager, RequireJS and MathJax are in the site (html_extra_path)."""
+    vendor = SITE / "_vendor"
+    for f in ("requirejs/require.js",
+              "@jupyter-widgets/html-manager/dist/embed-amd.js",
+              "mathjax/es5/tex-mml-chtml.js",
+              "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"):
+        assert (vendor / f).is_file(), f"expected {f} in the built site's _vendor/, found none"
+    assert not list((SITE / "_static").rglob("embed-amd.js")), "widget manager copied into _static/"
+    # Not loaded from a CDN by any page.
+    cdn = re.compile(r'<script[^>]+src="https?://[^"]*(mathjax|require|html-manager)', re.I)
+    offenders = [p for p in PAGES if cdn.search((SITE / p).read_text(encoding="utf-8"))]
+    assert not offenders, f"pages loading MathJax/RequireJS/widgets from a CDN: {offenders}"
+
+
+@pytest.mark.parametrize("rel", PAGES or [NO_SITE])
+def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
+    assert rel != NO_SITE, f"no built site in {SITE}: run `make book` first"
+    redirect = REDIRECT.search((SITE / rel).read_text(encoding="utf-8"))
+    if redirect:  # index.html only forwards to the root page: its target must exist
+        target = (SITE / rel).parent / redirect.group(1)
+        assert target.is_file(), f"{rel} redirects to {redirect.group(1)}, which does not exist"
+        return
+    visit = PageVisit(browser, server, rel)
+    page, problems = visit.page, visit.problems
+    try:
+        page.goto(server + rel, wait_until="load", timeout=30_000)
+        page.evaluate(WAIT_FOR_MATHJAX)
+        # Widgets are drawn asynchronously once the widget manager has loaded.
+        with contextlib.suppress(PlaywrightTimeout):  # reported below, widget by widget
+            page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
+        page.wait_for_load_state("networkidle", timeout=15_000)
+
+        for w in page.evaluate(WIDGET_REPORT):
+            if not w["drawn"]:
+                problems.append(f"widget output missing: model {w['id']} not drawn")
+
+        math = page.evaluate(MATH_REPORT)
+        problems += [f"raw math left in the page: {t!r}" for t in math["raw"]]
+        problems += [f"math not typeset: {t!r}" for t in math["untypeset"]]
+        problems += [f"MathJax error: {t!r}" for t in math["errors"]]
+
+        for img in page.evaluate(IMAGES_REPORT):
+            if img["visible"] and not img["loaded"]:
+                problems.append(f"image not loaded: {img['src']}")
+            if img["alt"] is None or (img["visible"] and not img["alt"].strip()):
+                problems.append(f"image without alt text: {img['src']}")
+            if img["uncaptioned"]:
+                problems.append(f"figure without caption (mystnb.figure.caption): {img['src']}")
+
+        problems += [f"broken link: {b}" for b in broken_links(server, rel, page.evaluate(LINKS))]
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(screenshot_path(rel)), full_page=True)
+
+        assert AXE.is_file(), f"expected axe-core at {AXE}: run `npm ci` (make book does)"
+        page.add_script_tag(path=str(AXE))
+        for v in page.evaluate(RUN_AXE, list(FAILING_IMPACTS)):
+            problems.append(f"accessibility ({v['impact']}) {v['id']}: {v['help']} at {v['nodes']}")
+    finally:
+        visit.close()
+    assert not problems, f"{rel}:\n  " + "\n  ".join(dict.fromkeys(problems))
+
+
+def _repository() -> tuple[str, str, str]:
+    cfg = yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))
+    repo = cfg["repository"]
+    owner_name = urlsplit(repo["url"]).path.strip("/")
+    return owner_name, repo.get("branch", "main"), repo.get("path_to_book", "") or ""
+
+
+@pytest.mark.parametrize("rel", notebook_pages() or [NO_SITE])
+def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
+    """Binder, Colab and live code (thebe) buttons open *this* notebook; .ipynb downloads."""
+    assert rel != NO_SITE, f"no notebook pages in {SITE}: run `make book` first"
+    html = (SITE / rel).read_text(encoding="utf-8")
+    owner_name, branch, book = _repository()
+    nb = Path(book, rel).with_suffix(".ipynb").as_posix()
+    assert (BOOK / nb).is_file(), f"the page {rel} names {nb}, which is not in the repository"
+    binder = f"https://mybinder.org/v2/gh/{owner_name}/{branch}?urlpath=lab/tree/{nb}"
+    colab = f"https://colab.research.google.com/github/{owner_name}/blob/{branch}/{nb}"
+    assert f'href="{binder}"' in html, f"{rel}: expected a Binder button to {binder}"
+    assert f'href="{colab}"' in html, f"{rel}: expected a Colab button to {colab}"
+    assert 'onclick="initThebeSBT()"' in html, f"{rel}: expected a live-code (thebe) button"
+    assert f'repo: "{owner_name}"' in html, f"{rel}: thebe is not pointed at {owner_name}"
+    download = re.search(r'href="([^"]*_sources/[^"]*\.ipynb)"', html)
+    assert download, f"{rel}: expected a download (.ipynb) button"
+    target = (SITE / rel).parent / download.group(1)
+    assert target.resolve().is_file(), f"{rel}: the .ipynb download {download.group(1)} is missing"
+    assert target.resolve().name == Path(nb).name, f"{rel}: download offers {target.name}"
+
+
+def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
+    """Binder installs the exact pins, torch from its CPU index (the slow end-to-end check of
+    these files is tests/test_binder.py)."""
+    req = (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    lines = [ln.strip() for ln in req if ln.strip() and not ln.startswith("#")]
+    assert "-r ../requirements.txt" in lines, f"binder/requirements.txt does not use the pins: {lines}"
+    assert any("download.pytorch.org/whl/cpu" in ln for ln in lines), (
+        f"binder/requirements.txt has no PyTorch CPU index, so Binder would fetch CUDA torch: {lines}"
+    )
+    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    torch_pin = re.search(r"^torch==(\S+)$", pins, re.M)
+    assert torch_pin, "requirements.txt pins no torch version"
+    assert torch_pin.group(1).endswith("+cpu"), f"torch pinned as {torch_pin.group(1)}, not +cpu"
+    assert os.access(ROOT / "binder" / "postBuild", os.X_OK), "binder/postBuild must be executable"
+    assert (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip().startswith("python-3.11")
+
+
+def test_search_works_offline(browser: Any, server: str) -> None:
+    """Sphinx's search runs in the page from searchindex.js; it finds the glossary."""
+    visit = PageVisit(browser, server, "search.html")
+    try:
+        visit.page.goto(server + "search.html?q=glossary", wait_until="load")
+        visit.page.wait_for_selector("#search-results li a", timeout=15_000)
+        hits = visit.page.eval_on_selector_all("#search-results li a",
+                                               "els => els.map(a => a.href)")
+    finally:
+        visit.close()
+    assert any("chapters/glossary.html" in h for h in hits), f"search for 'glossary' gave {hits}"
+    assert not visit.problems, "\n".join(visit.problems)
+
+
+def chapter_pages() -> list[str]:
+    """The numbered chapters (``chapters/NN_*``): each must link its symbols to the glossary."""
+    return [p for p in PAGES if re.fullmatch(r"chapters/\d\d_[^/]+\.html", p)]
+
+
+@pytest.mark.parametrize("rel", chapter_pages() or [NO_SITE])
+def test_chapter_links_symbols_to_the_glossary(rel: str) -> None:
+    """A chapter links its symbols to the glossary ({term}`h_i` on first use)."""
+    assert rel != NO_SITE, f"no chapter pages in {SITE}: run `make book` first"
+    html = (SITE / rel).read_text(encoding="utf-8")
+    glossary = SITE / "chapters" / "glossary.html"
+    assert glossary.is_file(), "the site has no glossary page (chapters/glossary)"
+    terms = set(re.findall(r'href="(?:\./)?glossary\.html#(term-[^"]+)"', html))
+    assert terms, f"{rel}: no symbol is linked to the glossary ({{term}}`h_i` on first use)"
+    missing = terms - anchors_of(glossary)
+    assert not missing, f"{rel}: links to glossary terms that do not exist: {sorted(missing)}"
+
+
+# --------------------------------------------------------------------------- the extension itself
+
+
+def _offline_site() -> Any:
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        return importlib.import_module("offline_site")
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+
+
+def test_extension_drops_the_duplicate_thebe_script_and_prepares_the_widget_manager() -> None:
+    from sphinx.builders.html._assets import _JavaScript
+
+    ext = _offline_site()
+    thebe = 'const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"'
+    manager = "_static/../_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js"
+    scripts = [
+        _JavaScript(None, body=thebe),
+        _JavaScript("_static/doctools.js"),
+        _JavaScript(None, body=thebe),
+        _JavaScript("_static/../_vendor/requirejs/require.js"),
+        _JavaScript(manager),
+    ]
+    context = {"script_files": scripts, "pathto": lambda uri, resource=0: f"../{uri}",
+               "body": '<div role="list"><div class="citation" role="doc-biblioentry">x</div>'}
+    ext.fix_script_files(None, "chapters/x", "page.html", context, None)
+    bodies = [js.attributes.get("body", "") for js in scripts]
+    assert bodies.count(thebe) == 1, f"expected the thebe script once, got {bodies.count(thebe)}"
+    files = [js.filename for js in scripts if js.filename]
+    assert "_vendor/requirejs/require.js" in files, files
+    assert files[-1] == "_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js", files
+    setup = scripts[-2].attributes.get("body", "")
+    assert "__jupyter_widgets_assets_path__" in setup, "no asset path set before the manager"
+    assert '"../_vendor/@jupyter-widgets/html-manager/dist/"' in setup, setup
+    assert 'role="listitem"' in context["body"], context["body"]
+    assert "doc-biblioentry" not in context["body"], context["body"]
+
+
+def test_extension_names_the_sidebar_toggles() -> None:
+    ext = _offline_site()
+    nav = ('<li><a class="reference internal" href="x.html">Exercises</a><details>'
+           '<summary><span class="toctree-toggle" role="presentation"></span></summary>')
+    named = ext._name_toggles(nav)
+    assert '<summary aria-label="Show or hide the pages under Exercises">' in named, named
+    bare = '<details><summary><span class="toctree-toggle" role="presentation">'
+    assert "<summary aria-label=" in ext._name_toggles(bare)
