@@ -1,0 +1,722 @@
+"""Figures for the course, drawn with matplotlib in one consistent style.
+
+Every function draws onto an ``ax`` it is given (or a new figure if ``ax`` is
+None) and returns the artist it made, so a widget can later change that artist
+in place (``set_data``, ``set_height``) instead of drawing a new figure.
+
+Conventions: colour-blind-safe colormaps (cividis for weights, viridis for
+everything else), axis labels in the course's notation, token labels on every
+heatmap axis and a colorbar beside it. Captions and alt text belong to the
+notebook cell (``mystnb`` metadata), not to ``ax.set_title``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
+from matplotlib.container import BarContainer
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "SOURCE_LABEL",
+    "STEP_LABEL",
+    "bars",
+    "curves",
+    "grouped_bars",
+    "heatmap",
+    "new_axes",
+    "set_bar_heights",
+    "step_diagram",
+    "unit_bar",
+    "vector",
+]
+
+#: x-axis label of every heatmap: the source positions.
+SOURCE_LABEL = "source position i (h_i)"
+#: y-axis label of every heatmap: the decoder steps.
+STEP_LABEL = "output step t"
+
+#: The two colours the course uses for bars (from the cividis colormap).
+BAR_COLOR = plt.get_cmap("cividis")(0.25)
+ACCENT_COLOR = plt.get_cmap("cividis")(0.85)
+
+
+def new_axes(ax: Axes | None = None, figsize: tuple[float, float] = (5.0, 3.2)) -> Axes:
+    """Return ``ax``, or the axes of a new figure of size ``figsize`` if ``ax`` is None."""
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _labels(tokens: Sequence[str] | None, n: int, what: str) -> list[str]:
+    if tokens is None:
+        return [str(k + 1) for k in range(n)]
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != n:
+        raise ValueError(f"{what} has {len(tokens)} tokens but alpha has {n} along that axis")
+    return tokens
+
+
+def heatmap(
+    alpha: ArrayLike,
+    src_tokens: Sequence[str] | None = None,
+    tgt_tokens: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    *,
+    cmap: str | Colormap = "cividis",
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    colorbar: bool = True,
+    colorbar_label: str = "α_ti",
+    annotate: bool = False,
+    fmt: str = "{:.2f}",
+) -> AxesImage:
+    """Draw attention weights α as a (T_y, T_x) image with token labels.
+
+    Parameters
+    ----------
+    alpha : (T_y, T_x) or (T_x,)
+        Attention weights; row t holds α_t1 … α_tT_x. A single row is drawn as
+        one step.
+    src_tokens : T_x strings, optional
+        Labels of the source positions i (x axis); default ``1 … T_x``.
+    tgt_tokens : T_y strings, optional
+        Labels of the output steps t (y axis); default ``1 … T_y``.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made if None.
+    cmap : colormap name or Colormap
+        A colour-blind-safe colormap; cividis by default.
+    vmin, vmax : float
+        The colour scale, fixed to [0, 1] by default so that two heatmaps can be
+        compared by eye.
+    colorbar : bool
+        Add a colorbar labelled ``colorbar_label``.
+    annotate : bool
+        Write each weight in its cell (for small T_x, T_y).
+    fmt : str
+        Format of the annotations.
+
+    Returns
+    -------
+    image : AxesImage
+        Change the weights later with ``image.set_data(new_alpha)``.
+
+    Raises
+    ------
+    ValueError
+        If alpha is not 1-D or 2-D, or the token lists do not match its shape.
+
+    See Also
+    --------
+    The chapters "The attention step, pictured" (chapters/02_attention_step) and
+    "Attention entropy" (chapters/05_entropy).
+    """
+    a = np.asarray(alpha, dtype=float)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2:
+        raise ValueError(f"alpha must have shape (T_y, T_x) or (T_x,), but it has shape {a.shape}")
+    T_y, T_x = a.shape
+    xs = _labels(src_tokens, T_x, "src_tokens")
+    ys = _labels(tgt_tokens, T_y, "tgt_tokens")
+    ax = new_axes(ax, figsize=(1.2 + 0.55 * T_x, 1.0 + 0.45 * T_y))
+    image = ax.imshow(a, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    if max(map(len, xs)) * T_x > 30:  # long labels: slant them so they do not overlap
+        ax.set_xticks(range(T_x), xs, rotation=45, ha="right", rotation_mode="anchor")
+    else:
+        ax.set_xticks(range(T_x), xs)
+    ax.set_yticks(range(T_y), ys)
+    ax.set_xlabel(SOURCE_LABEL)
+    ax.set_ylabel(STEP_LABEL)
+    if annotate:
+        mid = (vmin + vmax) / 2
+        for t in range(T_y):
+            for i in range(T_x):
+                ax.text(
+                    i, t, fmt.format(a[t, i]), ha="center", va="center", fontsize=8,
+                    color="black" if a[t, i] > mid else "white",
+                )
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label=colorbar_label, shrink=0.9)
+    return image
+
+
+def bars(
+    values: ArrayLike,
+    labels: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    *,
+    xlabel: str = SOURCE_LABEL,
+    ylabel: str = "α_ti",
+    ylim: tuple[float, float] | None = None,
+    color: object = BAR_COLOR,
+    annotate: bool = True,
+    fmt: str = "{:.2f}",
+    zero_line: bool = True,
+) -> BarContainer:
+    """Draw one bar per source position: scores e_ti or weights α_ti.
+
+    Parameters
+    ----------
+    values : (T_x,)
+        The heights (scores may be negative).
+    labels : T_x strings, optional
+        Tick labels (tokens or ``i = 1 …``); default ``1 … T_x``.
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made if None.
+    xlabel, ylabel : str
+        Axis labels in the course's notation (``"e_ti"`` for scores).
+    ylim : (low, high), optional
+        Fix the y range, e.g. ``(0, 1)`` for weights, so bars can be compared
+        across figures and across slider moves.
+    color : matplotlib colour
+        Bar colour; a cividis shade by default.
+    annotate : bool
+        Write each value above its bar; the texts are kept in
+        ``container.texts`` so :func:`set_bar_heights` can update them.
+    fmt : str
+        Format of the annotations.
+    zero_line : bool
+        Draw a thin line at height 0.
+
+    Returns
+    -------
+    container : BarContainer
+        Change the heights later with :func:`set_bar_heights`.
+
+    See Also
+    --------
+    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1:
+        raise ValueError(f"values must have shape (T_x,), but it has shape {v.shape}")
+    xs = _labels(labels, v.size, "labels")
+    ax = new_axes(ax, figsize=(max(3.0, 1.2 + 0.6 * v.size), 3.0))
+    container = ax.bar(range(v.size), v, color=color, edgecolor="black", linewidth=0.6)
+    if max(map(len, xs)) * v.size > 30:  # long labels: slant them so they do not overlap
+        ax.set_xticks(range(v.size), xs, rotation=45, ha="right", rotation_mode="anchor")
+    else:
+        ax.set_xticks(range(v.size), xs)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if zero_line:
+        ax.axhline(0.0, color="0.3", linewidth=0.8)
+    container.texts = []  # type: ignore[attr-defined]
+    container.fmt = fmt  # type: ignore[attr-defined]
+    if annotate:
+        for k in range(v.size):
+            container.texts.append(  # type: ignore[attr-defined]
+                ax.text(k, 0.0, "", ha="center", va="bottom", fontsize=9 if v.size <= 6 else 7)
+            )
+        set_bar_heights(container, v)
+    return container
+
+
+def set_bar_heights(container: BarContainer, values: ArrayLike) -> None:
+    """Set the heights of the bars made by :func:`bars` in place, with their labels.
+
+    Parameters
+    ----------
+    container : BarContainer
+        Returned by :func:`bars`.
+    values : (T_x,)
+        The new heights, one per bar.
+
+    See Also
+    --------
+    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    """
+    v = np.asarray(values, dtype=float)
+    patches = container.patches
+    if v.shape != (len(patches),):
+        raise ValueError(
+            f"expected {len(patches)} values (one per bar, shape ({len(patches)},)), "
+            f"but got shape {v.shape}"
+        )
+    texts = getattr(container, "texts", [])
+    fmt = getattr(container, "fmt", "{:.2f}")
+    for k, (patch, value) in enumerate(zip(patches, v, strict=True)):
+        patch.set_height(value)
+        if texts:
+            texts[k].set_position((k, value))
+            texts[k].set_va("bottom" if value >= 0 else "top")
+            texts[k].set_text(fmt.format(value))
+
+
+def unit_bar(
+    alpha: ArrayLike,
+    labels: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    *,
+    cmap: str | Colormap = "cividis",
+    xlabel: str = "share of the whole, Σ_i α_ti = 1",
+) -> list:
+    """Draw weights as the segments of one bar of length exactly 1.
+
+    The picture of "proportions": each α_ti is a slice of a single unit, so
+    nothing can leak in or out.
+
+    Parameters
+    ----------
+    alpha : (T_x,)
+        Non-negative weights summing to 1.
+    labels : T_x strings, optional
+        Segment labels.
+    ax : matplotlib Axes, optional
+    cmap : colormap name or Colormap
+        Segment colours are taken evenly from it.
+    xlabel : str
+
+    Returns
+    -------
+    segments : list of Rectangle
+        One patch per position, left to right.
+
+    See Also
+    --------
+    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    """
+    a = np.asarray(alpha, dtype=float)
+    if a.ndim != 1:
+        raise ValueError(f"alpha must have shape (T_x,), but it has shape {a.shape}")
+    names = _labels(labels, a.size, "labels")
+    ax = new_axes(ax, figsize=(5.0, 1.6))
+    colours = plt.get_cmap(cmap)(np.linspace(0.15, 0.9, a.size))
+    left = np.concatenate([[0.0], np.cumsum(a)[:-1]])
+    segments = list(
+        ax.barh(0, a, left=left, color=colours, edgecolor="black", linewidth=0.6, height=0.6)
+    )
+    for k in range(a.size):
+        if a[k] > 0.06:
+            shade = "black" if k >= a.size / 2 else "white"
+            ax.text(left[k] + a[k] / 2, 0, f"{names[k]}\n{a[k]:.2f}", ha="center", va="center",
+                    fontsize=8, color=shade)
+    ax.axvline(1.0, color="0.2", linestyle="--", linewidth=1.0)
+    ax.set_xlim(0, 1.15)
+    ax.set_ylim(-0.6, 0.6)
+    ax.set_yticks([])
+    ax.set_xlabel(xlabel)
+    return segments
+
+
+def curves(
+    x: ArrayLike,
+    ys: dict[str, ArrayLike],
+    ax: Axes | None = None,
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    logy: bool = False,
+    hline: tuple[float, str] | None = None,
+) -> list:
+    """Draw one line per entry of ``ys`` against ``x``, with a legend.
+
+    Parameters
+    ----------
+    x : (n,)
+    ys : dict of label to (n,) array
+        Colours are taken from viridis; line styles differ too, so the curves
+        stay apart in greyscale.
+    ax : matplotlib Axes, optional
+    xlabel, ylabel : str
+        Axis labels in the course's notation.
+    logy : bool
+        Logarithmic y axis.
+    hline : (y, label), optional
+        A dashed reference line, e.g. ``(np.log(T_x), "log T_x")``.
+
+    Returns
+    -------
+    lines : list of Line2D
+
+    See Also
+    --------
+    The chapters "Why the softmax denominator is not optional" (chapters/03_softmax)
+    and "Attention entropy" (chapters/05_entropy).
+    """
+    ax = new_axes(ax, figsize=(5.0, 3.2))
+    xv = np.asarray(x, dtype=float)
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.8, max(len(ys), 1)))
+    styles = ["-", "--", "-.", ":"]
+    lines = []
+    for k, (label, y) in enumerate(ys.items()):
+        (line,) = ax.plot(xv, np.asarray(y, dtype=float), styles[k % 4], color=colours[k],
+                          linewidth=2, label=label)
+        lines.append(line)
+    if hline is not None:
+        ax.axhline(hline[0], color="0.3", linestyle=":", linewidth=1.2, label=hline[1])
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, fontsize=8)
+    return lines
+
+
+def grouped_bars(
+    values: dict[str, ArrayLike],
+    labels: Sequence[str] | None = None,
+    ax: Axes | None = None,
+    *,
+    xlabel: str = SOURCE_LABEL,
+    ylabel: str = "α_ti",
+    ylim: tuple[float, float] | None = None,
+) -> list[BarContainer]:
+    """Draw several weight vectors side by side, one group of bars per position.
+
+    Parameters
+    ----------
+    values : dict of label to (T_x,) array
+        E.g. ``{"additive": alpha_add, "multiplicative": alpha_mul}``.
+    labels : T_x strings, optional
+    ax : matplotlib Axes, optional
+    xlabel, ylabel : str
+    ylim : (low, high), optional
+
+    Returns
+    -------
+    containers : list of BarContainer, one per entry of ``values``
+
+    See Also
+    --------
+    The chapter "Score functions" (chapters/04_score_functions).
+    """
+    arrays = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+    sizes = {v.shape for v in arrays.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise ValueError(f"every entry of values must have the same shape (T_x,), got {sizes}")
+    T_x = next(iter(sizes))[0]
+    names = _labels(labels, T_x, "labels")
+    ax = new_axes(ax, figsize=(max(4.0, 1.5 + 0.9 * T_x), 3.0))
+    n = len(arrays)
+    width = 0.8 / n
+    colours = plt.get_cmap("cividis")(np.linspace(0.2, 0.85, n))
+    hatches = ["", "//", "..", "xx"]
+    containers = []
+    for k, (label, v) in enumerate(arrays.items()):
+        offset = (k - (n - 1) / 2) * width
+        containers.append(ax.bar(np.arange(T_x) + offset, v, width, label=label,
+                                 color=colours[k], edgecolor="black", linewidth=0.6,
+                                 hatch=hatches[k % 4]))
+    ax.set_xticks(range(T_x), names)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    ax.legend(frameon=False, fontsize=8)
+    return containers
+
+
+def vector(
+    v: ArrayLike,
+    ax: Axes,
+    *,
+    name: str,
+    cmap: str | Colormap = "viridis",
+    vlim: float | None = None,
+    labels: Sequence[str] | None = None,
+) -> AxesImage:
+    """Draw a vector (d,) or a stack of vectors (d, n) as a column of cells with their values.
+
+    Parameters
+    ----------
+    v : (d,) or (d, n)
+        The components run down the column; ``n`` columns side by side.
+    ax : matplotlib Axes
+    name : str
+        The symbol, drawn as the axes title (e.g. ``"c_t"``).
+    cmap : colormap name or Colormap
+    vlim : float, optional
+        Colour scale ``[-vlim, vlim]``; default the largest absolute value.
+    labels : n strings, optional
+        Column labels (e.g. the source tokens for the h_i).
+
+    Returns
+    -------
+    image : AxesImage
+
+    See Also
+    --------
+    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    """
+    a = np.asarray(v, dtype=float)
+    a = a[:, None] if a.ndim == 1 else a
+    lim = float(np.max(np.abs(a))) if vlim is None else vlim
+    lim = lim or 1.0
+    image = ax.imshow(a, cmap=cmap, vmin=-lim, vmax=lim, aspect="auto")
+    for (r, c), value in np.ndenumerate(a):
+        ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                color="black" if value > 0 else "white")
+    ax.set_yticks([])
+    if labels is not None:
+        ax.set_xticks(range(a.shape[1]), [str(s) for s in labels], fontsize=8)
+    else:
+        ax.set_xticks([])
+    ax.set_title(name, fontsize=10)
+    return image
+
+
+def step_diagram(
+    h: ArrayLike,
+    s_prev: ArrayLike,
+    e: ArrayLike,
+    alpha: ArrayLike,
+    c: ArrayLike,
+    s: ArrayLike,
+    y_tilde: ArrayLike,
+    src_tokens: Sequence[str],
+    vocab: Sequence[str],
+    t: int = 1,
+) -> Figure:
+    """Draw one decoder step from real numbers: h_i → e_ti → α_ti → c_t → s_t → ỹ_t.
+
+    Top row: the previous state s_{t-1} and the encoder states h_i (one column
+    per source word) feed the scores e_ti, which the softmax turns into α_ti.
+    Bottom row: the weighted sum c_t, the new state s_t and the prediction ỹ_t.
+    Arrows name the operation between panels. Vector values are written in their
+    cells, coloured on a viridis scale shared by all vectors.
+
+    Parameters
+    ----------
+    h : (T_x, d_h)
+    s_prev : (d_s,)
+    e, alpha : (T_x,)
+    c : (d_h,)
+    s : (d_s,)
+    y_tilde : (V,)
+    src_tokens : T_x strings
+    vocab : V strings
+    t : int
+        The step number shown in the labels.
+
+    Returns
+    -------
+    Figure
+
+    See Also
+    --------
+    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    """
+    from matplotlib.patches import ConnectionPatch
+
+    h = np.asarray(h, dtype=float)
+    lim = float(max(np.max(np.abs(h)), np.max(np.abs(np.asarray(s_prev))), np.max(np.abs(s))))
+    fig = plt.figure(figsize=(10.0, 6.0), layout="constrained")
+    grid = fig.add_gridspec(2, 4, width_ratios=[0.8, 1.6, 1.6, 1.6])
+    ax_sp = fig.add_subplot(grid[0, 0])
+    ax_h = fig.add_subplot(grid[0, 1])
+    ax_e = fig.add_subplot(grid[0, 2])
+    ax_a = fig.add_subplot(grid[0, 3])
+    ax_c = fig.add_subplot(grid[1, 1])
+    ax_s = fig.add_subplot(grid[1, 2])
+    ax_y = fig.add_subplot(grid[1, 3])
+    tp = f"{t - 1}" if t > 1 else "0"
+    vector(s_prev, ax_sp, name=f"s_{tp}  (s_{{t-1}})", vlim=lim)
+    vector(h.T, ax_h, name="h_i  (one column per word)", vlim=lim, labels=src_tokens)
+    bars(e, src_tokens, ax=ax_e, ylabel=f"e_{t}i", xlabel="source word i")
+    bars(alpha, src_tokens, ax=ax_a, ylabel=f"α_{t}i", xlabel="source word i", ylim=(0, 1.1))
+    vector(c, ax_c, name=f"c_{t} = Σ_i α_{t}i h_i", vlim=lim)
+    image = vector(s, ax_s, name=f"s_{t} = f(s_{tp}, y_{t - 1}, c_{t})", vlim=lim)
+    bars(y_tilde, vocab, ax=ax_y, ylabel=f"ỹ_{t}: P(word)", xlabel="output word", ylim=(0, 1.1))
+    ax_y.tick_params(axis="x", labelrotation=45)
+    fig.colorbar(image, ax=[ax_c, ax_s], label="component value", shrink=0.8, location="left")
+    arrows = [
+        (ax_sp, (1, 0.5), ax_h, (0, 0.5), "score with"),
+        (ax_h, (1, 0.5), ax_e, (-0.25, 0.5), "e_ti"),
+        (ax_e, (1, 0.5), ax_a, (-0.25, 0.5), "softmax"),
+        (ax_a, (0.5, -0.3), ax_c, (1.0, 1.0), "weights × h_i"),
+        (ax_c, (1, 0.5), ax_s, (0, 0.5), "RNN f"),
+        (ax_s, (1, 0.5), ax_y, (-0.3, 0.5), "output g"),
+    ]
+    for ax_from, xy_from, ax_to, xy_to, text in arrows:
+        arrow = ConnectionPatch(xy_from, xy_to, coordsA=ax_from.transAxes, coordsB=ax_to.transAxes,
+                                arrowstyle="-|>", color="#d62728", linewidth=1.5, mutation_scale=14)
+        fig.add_artist(arrow)
+        ax_from.annotate(text, xy=xy_from, xycoords="axes fraction", xytext=(4, 5),
+                         textcoords="offset points", ha="left", fontsize=8, color="#d62728")
+    return fig
+
+
+def growth(
+    series: dict[str, tuple[ArrayLike, ArrayLike, float, float]],
+    ax: Axes | None = None,
+    *,
+    xlabel: str = "problem size",
+    ylabel: str = "seconds",
+) -> list:
+    """Measurements against size on log–log axes, each with its fitted power law.
+
+    Parameters
+    ----------
+    series : dict of label to ``(x, y, exponent, prefactor)``
+        Sizes, measurements and the fit ``y ≈ prefactor · x**exponent`` (e.g.
+        from :func:`attnlib.experiments.fit_growth`); the legend shows the
+        exponent.
+    ax : matplotlib Axes, optional
+    xlabel, ylabel : str
+        Axis labels in the course's notation (e.g. ``"T_x = T_y"``).
+
+    Returns
+    -------
+    lines : list of Line2D
+        The measured points (markers), one per series.
+
+    See Also
+    --------
+    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    """
+    from matplotlib.ticker import NullFormatter
+
+    ax = new_axes(ax, figsize=(5.0, 3.4))
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.75, max(len(series), 1)))
+    markers = ["o", "s", "^", "D"]
+    lines = []
+    for k, (label, (x, y, exponent, prefactor)) in enumerate(series.items()):
+        xv, yv = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        (pts,) = ax.plot(xv, yv, markers[k % 4], color=colours[k], label=f"{label} (measured)")
+        xs = np.geomspace(xv.min(), xv.max(), 50)
+        ax.plot(xs, prefactor * xs**exponent, "--", color=colours[k], linewidth=1.5,
+                label=f"fit ∝ size^{exponent:.2f}")
+        lines.append(pts)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    sizes = np.unique(np.concatenate([np.asarray(v[0], dtype=float) for v in series.values()]))
+    if sizes.size <= 12:  # label the measured sizes themselves, not 3×10^1 …
+        ax.set_xticks(sizes, [f"{v:g}" for v in sizes])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False, fontsize=8)
+    return lines
+
+
+def by_length(
+    series: dict[str, Sequence[object]],
+    ax: Axes | None = None,
+    *,
+    metric: str = "exact_match",
+    xlabel: str = "source length (bucket)",
+    ylabel: str | None = None,
+    ylim: tuple[float, float] = (0.0, 1.05),
+) -> list:
+    """Held-out accuracy per source-length bucket, one line per model.
+
+    The shape of Bahdanau et al.'s quality-against-length figure: a model whose
+    line stays up on the long buckets is not limited by a fixed-length summary.
+
+    Parameters
+    ----------
+    series : dict of label to buckets
+        Each bucket has ``lo``, ``hi`` (source lengths, inclusive), ``label``
+        and the attribute named by ``metric``, e.g. the ``by_length`` list of
+        :class:`attnlib.train.Metrics`. Points sit at the bucket centres and
+        carry the bucket labels as ticks.
+    ax : matplotlib Axes, optional
+    metric : {"exact_match", "token_accuracy"}
+        Which attribute of the buckets to draw.
+    xlabel : str
+    ylabel : str, optional
+        Default: "exact match" or "token accuracy".
+    ylim : (low, high)
+
+    Returns
+    -------
+    lines : list of Line2D, one per entry of ``series``
+
+    Raises
+    ------
+    ValueError
+        If a series is empty or its buckets lack ``metric``.
+
+    See Also
+    --------
+    The chapter "The fixed-length bottleneck" (chapters/07_bottleneck).
+    """
+    ax = new_axes(ax, figsize=(5.5, 3.4))
+    colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.75, max(len(series), 1)))
+    markers, styles = ["o", "s", "^", "D"], ["-", "--", "-.", ":"]
+    lines, ticks = [], {}
+    for k, (label, buckets) in enumerate(series.items()):
+        if len(buckets) == 0:
+            raise ValueError(f"series {label!r} has no buckets")
+        missing = [b for b in buckets if not hasattr(b, metric)]
+        if missing:
+            raise ValueError(f"the buckets of {label!r} have no attribute {metric!r}")
+        x = [(b.lo + b.hi) / 2 for b in buckets]  # type: ignore[attr-defined]
+        y = [float(getattr(b, metric)) for b in buckets]
+        ticks.update({xi: b.label for xi, b in zip(x, buckets, strict=True)})  # type: ignore[attr-defined]
+        (line,) = ax.plot(x, y, styles[k % 4], marker=markers[k % 4], color=colours[k],
+                          linewidth=2, label=label)
+        lines.append(line)
+    ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)])
+    ax.set_ylim(*ylim)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel or metric.replace("_", " "))
+    ax.legend(frameon=False, fontsize=8)
+    return lines
+
+
+def heatmap_entropy(
+    alpha: ArrayLike,
+    src_tokens: Sequence[str] | None = None,
+    tgt_tokens: Sequence[str] | None = None,
+    axes: Sequence[Axes] | None = None,
+    *,
+    colorbar: bool = True,
+) -> tuple[AxesImage, BarContainer]:
+    """A heatmap of α with the entropy H_t of each step as a bar beside its row.
+
+    Parameters
+    ----------
+    alpha : (T_y, T_x)
+        Attention weights, one row per output step.
+    src_tokens : T_x strings, optional
+    tgt_tokens : T_y strings, optional
+    axes : two matplotlib Axes, optional
+        Where to draw the heatmap and the bars; a new figure if None.
+    colorbar : bool
+        Add the heatmap's colorbar.
+
+    Returns
+    -------
+    image : AxesImage
+    bars : BarContainer
+        One horizontal bar per output step t, of length H_t in nats; a dashed
+        line marks the ceiling log T_x (uniform attention).
+
+    See Also
+    --------
+    The chapters "Attention entropy" (chapters/05_entropy) and "Reading alignment
+    heatmaps" (chapters/08_heatmaps).
+    """
+    from attnlib.core import entropy
+
+    a = np.asarray(alpha, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"alpha must have shape (T_y, T_x), but it has shape {a.shape}")
+    T_y, T_x = a.shape
+    if axes is None:
+        _, axes = plt.subplots(
+            1, 2, figsize=(2.6 + 0.5 * T_x, 1.0 + 0.42 * T_y), layout="constrained",
+            width_ratios=[max(T_x, 3), 3],
+        )
+    ax_map, ax_H = axes
+    image = heatmap(a, src_tokens, tgt_tokens, ax=ax_map, colorbar=colorbar)
+    H = np.asarray(entropy(a), dtype=float)
+    container = ax_H.barh(range(T_y), H, color=BAR_COLOR, edgecolor="black", linewidth=0.6)
+    ax_H.axvline(np.log(T_x), color="0.3", linestyle="--", linewidth=1.0)
+    ax_H.set_ylim(T_y - 0.5, -0.5)  # rows in the same order as the heatmap
+    ax_H.set_yticks(range(T_y), _labels(tgt_tokens, T_y, "tgt_tokens"))
+    ax_H.set_xlim(0, 1.1 * np.log(T_x))
+    ax_H.set_xlabel("H_t (nats); dashed: log T_x")
+    return image, container

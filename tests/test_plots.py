@@ -1,0 +1,102 @@
+"""Tests for attnlib.plots: shapes, labels, colour scales and in-place updates."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from attnlib import plots
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_heatmap_draws_alpha_with_token_labels_and_fixed_scale():
+    alpha = np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]])
+    image = plots.heatmap(alpha, ["a", "b", "c"], ["X", "Y"])
+    ax = image.axes
+    np.testing.assert_array_equal(image.get_array(), alpha)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["X", "Y"]
+    assert ax.get_xlabel() == "source position i (h_i)"
+    assert ax.get_ylabel() == "output step t"
+    assert image.get_clim() == (0.0, 1.0)
+    assert image.get_cmap().name in {"cividis", "viridis"}
+    assert len(ax.figure.axes) == 2  # the heatmap and its colorbar
+
+
+def test_heatmap_accepts_one_step_and_rejects_mismatched_tokens():
+    image = plots.heatmap([0.2, 0.8], ["a", "b"])
+    assert image.get_array().shape == (1, 2)
+    with pytest.raises(ValueError, match="src_tokens has 3 tokens but alpha has 2"):
+        plots.heatmap([[0.2, 0.8]], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"\(T_y, T_x\)"):
+        plots.heatmap(np.zeros((2, 2, 2)))
+
+
+def test_heatmap_annotations_show_the_weights():
+    alpha = np.array([[0.125, 0.875]])
+    image = plots.heatmap(alpha, annotate=True, colorbar=False)
+    texts = sorted(t.get_text() for t in image.axes.texts)
+    assert texts == ["0.12", "0.88"]
+
+
+def test_bars_heights_labels_and_update():
+    container = plots.bars([1.0, -2.0, 0.5], ["a", "b", "c"], ylabel="e_ti")
+    ax = container.patches[0].axes
+    assert [p.get_height() for p in container.patches] == [1.0, -2.0, 0.5]
+    assert ax.get_ylabel() == "e_ti"
+    assert [t.get_text() for t in container.texts] == ["1.00", "-2.00", "0.50"]
+    plots.set_bar_heights(container, [0.2, 0.3, 0.5])
+    assert [p.get_height() for p in container.patches] == [0.2, 0.3, 0.5]
+    assert [t.get_text() for t in container.texts] == ["0.20", "0.30", "0.50"]
+    assert container.texts[1].get_position() == (1, 0.3)
+
+
+def test_set_bar_heights_needs_one_value_per_bar():
+    container = plots.bars([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"expected 2 values .* got shape \(3,\)"):
+        plots.set_bar_heights(container, [1.0, 2.0, 3.0])
+
+
+def test_unit_bar_segments_tile_exactly_one_unit():
+    alpha = np.array([0.5, 0.3, 0.2])
+    segments = plots.unit_bar(alpha, ["a", "b", "c"])
+    lefts = [s.get_x() for s in segments]
+    widths = [s.get_width() for s in segments]
+    np.testing.assert_allclose(widths, alpha)
+    np.testing.assert_allclose(lefts, [0.0, 0.5, 0.8])
+    assert lefts[-1] + widths[-1] == pytest.approx(1.0)
+
+
+def test_curves_and_grouped_bars():
+    lines = plots.curves([0, 1, 2], {"a": [1, 2, 3], "b": [3, 2, 1]}, xlabel="k", ylabel="‖c_t‖")
+    assert [line.get_label() for line in lines] == ["a", "b"]
+    np.testing.assert_array_equal(lines[1].get_ydata(), [3, 2, 1])
+    groups = plots.grouped_bars({"x": [0.1, 0.9], "y": [0.6, 0.4]}, ["p", "q"])
+    assert [[p.get_height() for p in g.patches] for g in groups] == [[0.1, 0.9], [0.6, 0.4]]
+    with pytest.raises(ValueError, match="same shape"):
+        plots.grouped_bars({"x": [0.1, 0.9], "y": [1.0]})
+
+
+def test_step_diagram_has_one_panel_per_quantity():
+    rng = np.random.default_rng(0)
+    alpha = np.array([0.1, 0.2, 0.3, 0.4])
+    fig = plots.step_diagram(
+        rng.normal(size=(4, 5)), rng.normal(size=3), rng.normal(size=4), alpha,
+        rng.normal(size=5), rng.normal(size=3), np.full(6, 1 / 6), list("abcd"), list("uvwxyz"),
+    )
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any(t.startswith("c_1") for t in titles)
+    assert any(t.startswith("s_1") for t in titles)
+    alpha_axes = [ax for ax in fig.axes if ax.get_ylabel() == "α_1i"]
+    assert len(alpha_axes) == 1
+    np.testing.assert_allclose([p.get_height() for p in alpha_axes[0].patches], alpha)
