@@ -102,3 +102,15 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"^make test$", readme, re.M)
     assert re.search(r"^make book$", readme, re.M)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in NOTEBOOKS if p.parent.name == "chapters"], ids=lambda p: p.name
+)
+def test_chapters_install_attnlib_when_opened_where_it_is_missing(path):
+    # Colab opens the notebook alone: its first code cell must fetch the course package.
+    nb = json.loads(path.read_text())
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
+    assert "except ModuleNotFoundError:" in first
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert f"git+{config['repository']['url']}@{config['repository']['branch']}" in first
