@@ -36,10 +36,9 @@ browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-# tests/test_binder.py (a fresh environment from binder/ alone, ~10 min here) runs on its own:
-#   .venv/bin/pytest tests/test_binder.py
+# Every test, tests/test_binder.py included (a fresh environment from binder/ alone, ~5-10 min).
 test: book lint browser
-	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises --ignore=tests/test_binder.py
+	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
 SUBMISSIONS ?= submissions

@@ -1,0 +1,379 @@
+"""Small trained models for the chapters, shipped as checkpoints or retrained live.
+
+Each name below is a *recipe*: a task (:func:`attnlib.tasks.make_task`
+arguments), a model (:func:`attnlib.models.make_seq2seq` arguments) and a
+training budget (:func:`attnlib.train.train` arguments), all with fixed seeds.
+``python -m attnlib.pretrained`` runs every recipe and writes
+``attnlib/checkpoints/<name>.pt`` (plus ``MANIFEST.json`` with sizes and
+held-out metrics); the same recipe on the same machine gives bit-identical
+weights.
+
+Usage in a chapter::
+
+    from attnlib import pretrained
+    model, task, history, metrics = pretrained.load("dates")
+    # or retrain from the same recipe instead of loading the checkpoint:
+    model, task, history, metrics = pretrained.load("dates", retrain=True)
+
+Setting the environment variable ``ATTNLIB_RETRAIN=1`` makes every
+:func:`load` retrain (the one flag that turns a book build into a live one).
+Checkpoints are read with ``torch.load(..., weights_only=True)``: they hold
+tensors, numbers, strings, lists and dicts, never pickled code.
+
+See Also
+--------
+The chapters "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq),
+"The fixed-length bottleneck" (chapters/07_bottleneck), "Reading alignment
+heatmaps" (chapters/08_heatmaps), "Looked at is not caused by"
+(chapters/09_interpretability).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+from attnlib.models import Seq2Seq, make_seq2seq
+from attnlib.tasks import Task, make_task
+from attnlib.train import Bucket, History, Metrics, evaluate, train
+
+__all__ = [
+    "CHECKPOINT_DIR",
+    "RECIPES",
+    "Pretrained",
+    "Recipe",
+    "checkpoint_path",
+    "load",
+    "make",
+    "names",
+]
+
+CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
+FORMAT = 1
+RETRAIN_ENV = "ATTNLIB_RETRAIN"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one pretrained model is made: task, model and training budget.
+
+    Attributes
+    ----------
+    name : str
+    about : str
+        One line for humans: what the model is for.
+    task : dict
+        Keywords of :func:`attnlib.tasks.make_task`.
+    model : dict
+        Keywords of :func:`attnlib.models.make_seq2seq` (the vocabularies come
+        from the task).
+    fit : dict
+        Keywords of :func:`attnlib.train.train`.
+    buckets : int or list of int
+        Length buckets for the stored test metrics.
+    """
+
+    name: str
+    about: str
+    task: dict[str, Any]
+    model: dict[str, Any]
+    fit: dict[str, Any]
+    buckets: Any = 5
+
+    def as_dict(self) -> dict[str, Any]:
+        """What a checkpoint stores to say how it was made (``about`` is left out)."""
+        return {
+            "name": self.name,
+            "task": dict(self.task),
+            "model": dict(self.model),
+            "fit": dict(self.fit),
+            "buckets": self.buckets,
+        }
+
+
+class Pretrained(NamedTuple):
+    """What :func:`load` returns: unpack it as ``model, task, history, metrics``."""
+
+    model: Seq2Seq
+    task: Task
+    history: History
+    metrics: Metrics
+
+
+# Shared settings: small models that train in seconds on a CPU.
+_SMALL = {"emb": 16, "hidden": 32, "d_s": 48, "d_a": 16}  # d_h = 2 × 32 = 64 ≠ d_s
+_FIT = {"batch_size": 128, "lr": 8e-3, "decay": True, "clip": 1.0, "eval_every": 50, "seed": 0}
+
+
+def _recipe(
+    name: str, about: str, task: dict, model: dict, fit: dict, buckets: Any = 5
+) -> Recipe:
+    return Recipe(
+        name=name,
+        about=about,
+        task={"seed": 0, **task},
+        model={**_SMALL, "seed": 0, **model},
+        fit={**_FIT, **fit},
+        buckets=buckets,
+    )
+
+
+_SHORT = {"steps": 200, "target": 0.998, "lr": 1.5e-2}  # copy, reverse (5–15 tokens)
+_DATES = {"steps": 300, "target": 0.998}
+_LONG_TASK = {"name": "copy", "min_len": 5, "max_len": 30}
+_LONG_FIT = {"steps": 500, "eval_every": 100}  # no early stop: the same budget for both
+_LONG_BUCKETS = [5, 10, 15, 20, 25]
+_RECIPES = [
+    _recipe("copy", "Bahdanau model on copy (5–15): a clean diagonal",
+            {"name": "copy"}, {}, _SHORT),
+    _recipe("reverse", "Bahdanau model on reverse (5–15): an anti-diagonal",
+            {"name": "reverse"}, {}, _SHORT),
+    _recipe("dates", "Bahdanau model on date normalisation: reordered blocks",
+            {"name": "dates"}, {}, _DATES),
+    _recipe("svo_sov", "Bahdanau model on the SVO → SOV toy language: the verb moves last",
+            {"name": "svo_sov"}, {}, _DATES),
+    _recipe("majority", "Bahdanau model on majority: a task where diffuse attention is correct",
+            {"name": "majority", "n_train": 10_000}, {}, {"steps": 150}),
+    _recipe("dates_luong", "Luong model (general score, queried with s_t) on dates, "
+            "same data and budget as 'dates'",
+            {"name": "dates"}, {"decoder": "luong"}, _DATES),
+    _recipe("long_copy_none", "no-attention baseline on copy (5–30), same budget as "
+            "long_copy_attention: it degrades as inputs grow",
+            _LONG_TASK, {"decoder": "none"}, _LONG_FIT, _LONG_BUCKETS),
+    _recipe("long_copy_attention", "Bahdanau model on copy (5–30), same budget as "
+            "long_copy_none: it holds on the longest inputs",
+            _LONG_TASK, {}, _LONG_FIT, _LONG_BUCKETS),
+    _recipe("copy_embedding", "ablation of 'copy': the encoder is bare embeddings "
+            "(h_i = E x_i, no RNN), same budget", {"name": "copy"}, {"encoder": "embedding"},
+            _SHORT),
+    _recipe("dates_ctx_state", "ablation of 'dates': c_t enters the state update only, "
+            "same budget", {"name": "dates"}, {"context_in": "state"}, _DATES),
+    _recipe("dates_ctx_output", "ablation of 'dates': c_t enters the output only, "
+            "same budget", {"name": "dates"}, {"context_in": "output"}, _DATES),
+]  # fmt: skip
+RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPES}
+"""Every pretrained model by name."""
+
+
+def names() -> list[str]:
+    """The names :func:`load` accepts."""
+    return list(RECIPES)
+
+
+def _recipe_for(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise ValueError(f"no pretrained model {name!r}; choose one of {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
+    """Where the checkpoint of ``name`` lives (``attnlib/checkpoints/<name>.pt``)."""
+    _recipe_for(name)
+    return Path(directory or CHECKPOINT_DIR) / f"{name}.pt"
+
+
+def _fit(recipe: Recipe, progress: bool) -> Pretrained:
+    task = make_task(**recipe.task)
+    model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
+    history = train(model, task, progress=progress, **recipe.fit)
+    metrics = evaluate(model, task, "test", buckets=recipe.buckets)
+    return Pretrained(model, task, history, metrics)
+
+
+def _history_dict(h: History) -> dict[str, Any]:
+    d = h.as_dict()
+    d["seconds"] = 0.0  # wall time differs between runs; keep the file reproducible
+    return d
+
+
+def _metrics_from(d: dict[str, Any]) -> Metrics:
+    return Metrics(**{**d, "by_length": [Bucket(**b) for b in d["by_length"]]})
+
+
+def make(
+    name: str, directory: str | Path | None = None, *, progress: bool = False
+) -> tuple[Path, Pretrained]:
+    """Train recipe ``name`` from scratch and write its checkpoint.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names`.
+    directory : path, optional
+        Where to write ``<name>.pt`` (default: the package's checkpoint folder).
+    progress : bool
+        Show the training progress bar.
+
+    Returns
+    -------
+    path : Path
+        The checkpoint written.
+    result : Pretrained
+    """
+    recipe = _recipe_for(name)
+    result = _fit(recipe, progress)
+    ckpt = {
+        "format": FORMAT,
+        "recipe": recipe.as_dict(),
+        "state_dict": {k: v.detach().clone() for k, v in result.model.state_dict().items()},
+        "history": _history_dict(result.history),
+        "metrics": result.metrics.as_dict(),
+    }
+    path = checkpoint_path(name, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(ckpt, path)
+    return path, result
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _want_retrain(retrain: bool | None) -> bool:
+    if retrain is not None:
+        return bool(retrain)
+    return os.environ.get(RETRAIN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def load(
+    name: str,
+    *,
+    retrain: bool | None = None,
+    progress: bool = True,
+    directory: str | Path | None = None,
+) -> Pretrained:
+    """A trained model with its task, training history and held-out metrics.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names` (see :data:`RECIPES` for what each is).
+    retrain : bool, optional
+        True: train live from the recipe (same seeds, so the same weights as
+        the shipped checkpoint on the machine that made it). False: load the
+        checkpoint. None (default): retrain if the environment variable
+        ``ATTNLIB_RETRAIN`` is 1/true/yes.
+    progress : bool
+        Progress bar when retraining.
+    directory : path, optional
+        Read checkpoints from here instead of the package folder.
+
+    Returns
+    -------
+    Pretrained
+        ``(model, task, history, metrics)``; the model is in eval mode and
+        ``metrics`` are greedy-decoding results on ``task.test``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the checkpoint is missing (run ``python -m attnlib.pretrained``).
+    ValueError
+        If the checkpoint was made by a different recipe than the current one.
+
+    See Also
+    --------
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    """
+    recipe = _recipe_for(name)
+    if _want_retrain(retrain):
+        result = _fit(recipe, progress)
+        result.model.eval()
+        return result
+    path = checkpoint_path(name, directory)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no checkpoint {path}; make it with `python -m attnlib.pretrained {name}` "
+            "or pass retrain=True"
+        )
+    ckpt = _read(path)
+    if ckpt.get("format") != FORMAT or ckpt.get("recipe") != recipe.as_dict():
+        raise ValueError(
+            f"checkpoint {path} was made by a different recipe than RECIPES[{name!r}]; "
+            f"regenerate it with `python -m attnlib.pretrained {name}` or pass retrain=True"
+        )
+    task = make_task(**recipe.task)
+    model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    return Pretrained(model, task, History(**ckpt["history"]), _metrics_from(ckpt["metrics"]))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m attnlib.pretrained [NAME ...] [--out DIR] [--check]``.
+
+    Trains the recipes (default: all), writes their checkpoints and updates
+    ``MANIFEST.json``; with ``--check``, trains into a temporary folder and
+    compares with the shipped files byte for byte (exit status 1 if any differs).
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlib.pretrained",
+        description="Train the pretrained models from their fixed recipes and write checkpoints.",
+    )
+    parser.add_argument("names", nargs="*", help=f"recipes to run (default: all): {names()}")
+    parser.add_argument("--out", default=None, help="directory (default: attnlib/checkpoints)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="retrain into a temporary folder and compare with the shipped files byte for byte",
+    )
+    args = parser.parse_args(argv)
+    todo = args.names or names()
+    for n in todo:
+        _recipe_for(n)
+    with tempfile.TemporaryDirectory(prefix="attnlib-check-") as tmp:
+        out = Path(tmp) if args.check else Path(args.out or CHECKPOINT_DIR)
+        return _make_all(todo, out, check=args.check)
+
+
+def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
+    manifest_path = CHECKPOINT_DIR / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    status = 0
+    for n in todo:
+        path, res = make(n, out, progress=True)
+        m = res.metrics
+        line = (
+            f"{n:22s} {path.stat().st_size / 1024:7.1f} KB  steps {res.history.steps:5d}  "
+            f"{res.history.seconds:6.1f} s  test exact {m.exact_match:.4f}  "
+            f"token {m.token_accuracy:.4f}"
+        )
+        if check:
+            same = _sha256(path) == _sha256(checkpoint_path(n))
+            status |= not same
+            line += "  identical" if same else "  DIFFERENT"
+        else:
+            manifest[n] = {
+                "about": RECIPES[n].about,
+                "bytes": path.stat().st_size,
+                "sha256": _sha256(path),
+                "steps": res.history.steps,
+                "test_exact_match": round(m.exact_match, 4),
+                "test_token_accuracy": round(m.token_accuracy, 4),
+                "test_exact_match_by_length": {
+                    b.label: round(b.exact_match, 4) for b in m.by_length
+                },
+            }
+        print(line, flush=True)  # the command line's report
+    if not check and out.resolve() == CHECKPOINT_DIR.resolve():
+        ordered = {k: manifest[k] for k in names() if k in manifest}
+        manifest_path.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
