@@ -6,7 +6,7 @@ public and hidden tests and the points; ``otter assign`` turns it into the
 student notebook ``exercises/NN_name.ipynb`` (committed, served by Binder and
 the website) and an autograder zip (``exercises/_build/``, not committed).
 
-This module has three parts.
+This module has four parts.
 
 * **Checks** used by the tests inside the exercises. They compare a learner's
   result with pure-Python references (:func:`py_softmax`,
@@ -14,8 +14,11 @@ This module has three parts.
   not use numpy, call the learner's code under a time limit (:func:`call`),
   and refuse to award points when numpy, torch, math, the builtins or this
   module were replaced during grading (:func:`check_untampered`).
-* :func:`build` — sources → student notebooks + autograder zips
-  (``make exercises``).
+* :func:`student_notebook` — the ``grader`` inside each student notebook.
+  It reads the public tests from the notebook file where that is on disk,
+  and from the copy shipped in attnlib where it is not (Colab).
+* :func:`build` — sources → student notebooks + autograder zips + the
+  shipped public tests (``make exercises``).
 * :func:`grade` — a folder of submissions → a CSV gradebook, one otter run per
   submission, in parallel, each in its own scratch folder, under a guard (an
   audit hook installed before the submission's first cell, see
@@ -43,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "CHECKS_DIR",
     "assert_close",
     "build",
     "call",
@@ -50,10 +54,12 @@ __all__ = [
     "floats",
     "grade",
     "install_guard",
+    "public_checks",
     "py_additive_scores",
     "py_context",
     "py_entropy",
     "py_softmax",
+    "student_notebook",
 ]
 
 GUARD_EVENT = "attnlib.grading.integrity"
@@ -622,6 +628,131 @@ def _repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
+CHECKS_DIR = Path(__file__).resolve().parent / "exercise_checks"
+"""Where ``make exercises`` puts each exercise's public tests (package data, committed)."""
+
+_INIT_CELL = """\
+# Set up the checks. Where the course package or otter-grader is missing (on Colab, say),
+# this installs them first; it takes about a minute the first time.
+try:
+    import attnlib.grading
+    import otter
+except ModuleNotFoundError:
+    %pip install --quiet "attnlib[grade] @ git+{url}@{branch}"
+from attnlib.grading import student_notebook
+
+grader = student_notebook("{name}.ipynb")"""
+
+
+def _repository() -> tuple[str, str]:
+    """The course repository's URL and branch, as ``_config.yml`` names them."""
+    import yaml
+
+    config = yaml.safe_load((_repo_root() / "_config.yml").read_text())
+    return config["repository"]["url"], config["repository"].get("branch", "main")
+
+
+def public_checks(name: str) -> dict[str, str]:
+    """The public tests of exercise ``name``, as shipped inside attnlib.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's notebook name, with or without ``.ipynb``
+        (e.g. ``"01_masked_softmax"``).
+
+    Returns
+    -------
+    dict
+        Question name → otter test file source (public test cases only).
+
+    Raises
+    ------
+    ValueError
+        If there is no exercise of that name.
+    """
+    stem = Path(name).stem
+    path = CHECKS_DIR / f"{stem}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in CHECKS_DIR.glob("*.json"))
+        raise ValueError(f"there is no exercise named {stem!r}; the exercises are {known}")
+    import json
+
+    return json.loads(path.read_text())["tests"]
+
+
+def _notebook_has_tests(path: Path) -> bool:
+    import json
+
+    try:
+        meta = json.loads(path.read_text()).get("metadata", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return bool(meta.get("otter", {}).get("tests"))
+
+
+def student_notebook(name: str) -> Any:
+    """The ``grader`` of an exercise notebook: ``grader.check("q1")`` runs q1's public tests.
+
+    Where the notebook is saved under its own name (Binder, a local Jupyter,
+    grading), this is ``otter.Notebook(name)``, which reads the public tests
+    from the notebook file. Where it is not (Colab opens a notebook without
+    saving it beside the kernel; a downloaded copy may be renamed), the same
+    public tests come from the copy shipped in attnlib
+    (``attnlib/exercise_checks/NAME.json``) and are written to a temporary
+    folder for otter to read. Either way the checks are the same.
+
+    Parameters
+    ----------
+    name : str
+        The exercise's file name, e.g. ``"01_masked_softmax.ipynb"``.
+
+    Returns
+    -------
+    otter.Notebook
+
+    Raises
+    ------
+    ModuleNotFoundError
+        If otter-grader is not installed (with the command that installs it).
+    ValueError
+        If ``name`` is not one of the course's exercises.
+    """
+    try:
+        import otter
+        from otter.check.utils import IPythonInterpreter
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError(
+            "the checks need otter-grader: run `pip install \"attnlib[grade]\"` "
+            "(or the README's set-up) and restart the kernel"
+        ) from err
+    tests = public_checks(name)
+    if otter.Notebook._grading_mode:
+        return otter.Notebook(name)
+    on_colab = IPythonInterpreter.COLAB.value.running()
+    if not on_colab and _notebook_has_tests(Path(name)):
+        return otter.Notebook(name)
+    import json
+    import tempfile
+
+    stem = Path(name).stem
+    folder = Path(tempfile.mkdtemp(prefix=f"attnlib-checks-{stem}-"))
+    for question, source in tests.items():
+        (folder / f"{question}.py").write_text(source)
+    stub = folder / f"{stem}.ipynb"  # an empty notebook carrying otter's settings
+    stub.write_text(
+        json.dumps(
+            {
+                "cells": [],
+                "metadata": {"otter": {"assignment_name": stem}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
+    return otter.Notebook(str(stub), tests_dir=str(folder))
+
+
 def _normalise_student(nb: Any, name: str) -> Any:
     """Deterministic ids, no outputs: the committed student notebook is reproducible."""
     for k, cell in enumerate(nb.cells):
@@ -632,11 +763,20 @@ def _normalise_student(nb: Any, name: str) -> Any:
     return nb
 
 
+def _set_init_cell(nb: Any, name: str, url: str, branch: str) -> None:
+    """Replace otter's first cell with one that also works where the notebook is not on disk."""
+    first = nb.cells[0]
+    if not first.source.startswith("# Initialize Otter"):
+        raise RuntimeError(f"{name}: otter assign no longer starts with its init cell")
+    first.source = _INIT_CELL.format(url=url, branch=branch, name=name)
+
+
 def build(
     sources: Path | None = None,
     students: Path | None = None,
     out: Path | None = None,
     names: Sequence[str] | None = None,
+    checks: Path | None = None,
 ) -> list[Path]:
     """Turn every instructor source into a student notebook and an autograder zip.
 
@@ -651,6 +791,9 @@ def build(
         and ``solutions/NAME.ipynb`` (the source with otter's markers removed).
     names : sequence of str, optional
         Only these exercises (file stems).
+    checks : Path, optional
+        Where each exercise's public tests go for :func:`student_notebook`
+        (default ``attnlib/exercise_checks``, shipped with the package).
 
     Returns
     -------
@@ -661,6 +804,7 @@ def build(
     --------
     The page "Exercises" (exercises/index).
     """
+    import json
     import shutil
     import subprocess
     import tempfile
@@ -671,6 +815,8 @@ def build(
     sources = Path(sources or root / "exercises" / "source")
     students = Path(students or root / "exercises")
     out = Path(out or root / "exercises" / "_build")
+    checks = Path(checks or CHECKS_DIR)
+    url, branch = _repository()
     written = []
     students.mkdir(parents=True, exist_ok=True)
     for src in sorted(sources.glob("*.ipynb")):
@@ -691,14 +837,20 @@ def build(
                     f"otter assign failed on {src.name}:\n{proc.stdout}\n{proc.stderr}"
                 )
             nb = nbformat.read(dist / "student" / f"{name}.ipynb", as_version=4)
+            _set_init_cell(nb, name, url, branch)
             student = students / f"{name}.ipynb"
             nbformat.write(_normalise_student(nb, name), student)
+            checks.mkdir(parents=True, exist_ok=True)
+            payload = {"assignment_name": name, "tests": dict(nb.metadata["otter"]["tests"])}
+            text = json.dumps(payload, indent=1, sort_keys=True) + "\n"
+            (checks / f"{name}.json").write_text(text)
             written.append(student)
             (zip_path,) = (dist / "autograder").glob("*.zip")
             for sub in ("autograder", "solutions"):
                 (out / sub).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(zip_path, out / "autograder" / f"{name}.zip")
             solved = nbformat.read(dist / "autograder" / f"{name}.ipynb", as_version=4)
+            _set_init_cell(solved, name, url, branch)
             nbformat.write(_normalise_student(solved, name), out / "solutions" / f"{name}.ipynb")
     return written
 

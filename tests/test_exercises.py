@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from fixtures import submissions as fx
 
 from attnlib import grading
@@ -30,7 +31,7 @@ NAMES = [p.stem for p in SOURCES]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("exercises")
-    grading.build(students=tmp / "students", out=tmp / "build")
+    grading.build(students=tmp / "students", out=tmp / "build", checks=tmp / "checks")
     return tmp
 
 
@@ -136,8 +137,78 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
     leaked = sorted(s for s in secrets if s in text)
     assert not leaked, f"{name}.ipynb shows {leaked[:3]}"
     nb = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4)
-    assert f'otter.Notebook("{name}.ipynb")' in nb.cells[0].source
+    assert f'grader = student_notebook("{name}.ipynb")' in nb.cells[0].source
     assert all(not re.search(r"hidden=True", t) for t in nb.metadata["otter"]["tests"].values())
+
+
+# --------------------------------------------------------------------------- the checks on Colab
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_public_checks_are_up_to_date_and_hold_no_hidden_test(built, name):
+    shipped = grading.CHECKS_DIR / f"{name}.json"
+    assert shipped.read_text() == (built / "checks" / f"{name}.json").read_text(), (
+        f"{shipped.relative_to(ROOT)} is out of date: run `make exercises`"
+    )
+    student = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4)
+    assert grading.public_checks(name) == dict(student.metadata["otter"]["tests"])
+    secrets = _secret_lines(EXERCISES / "source" / f"{name}.ipynb")
+    text = _norm(" ".join(json.loads(shipped.read_text())["tests"].values()))
+    assert not [s for s in secrets if s in text]
+    assert "hidden=True" not in text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_first_cell_installs_what_the_checks_need_where_it_is_missing(name):
+    first = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4).cells[0]
+    assert first.metadata.get("editable") is False
+    assert first.metadata.get("deletable") is False
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    url, branch = config["repository"]["url"], config["repository"]["branch"]
+    assert "except ModuleNotFoundError:" in first.source
+    assert f'%pip install --quiet "attnlib[grade] @ git+{url}@{branch}"' in first.source
+
+
+FAKE_COLAB = """\
+ip = get_ipython()  # what otter looks at to tell Colab apart
+ip.__class__ = type("Shell", (type(ip),), {"__module__": "google.colab._shell"})
+"""
+REPORT = """\
+import json
+from otter.check.utils import IPythonInterpreter
+from attnlib.grading import public_checks
+print("REPORT" + json.dumps({
+    "colab": IPythonInterpreter.COLAB.value.running(),
+    "tests_dir": grader._tests_dir,
+    "scores": {q: [r.score, r.possible] for q in public_checks("NAME") for r in [grader.check(q)]},
+}))
+"""
+
+
+def _run_as_on_colab(notebook: Path, name: str, cwd: Path) -> dict:
+    """Execute a copy of ``notebook`` from ``cwd``, where no notebook file is, in a Colab-like shell."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT.replace("NAME", name)))
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+    return json.loads(printed.split("REPORT", 1)[1])
+
+
+@pytest.mark.parametrize("kind", ["solution", "blank"])
+@pytest.mark.parametrize("name", NAMES)
+def test_checks_give_feedback_on_colab_where_the_notebook_is_not_on_disk(built, tmp_path, name, kind):
+    notebook = (built / "build" / "solutions" if kind == "solution" else EXERCISES) / f"{name}.ipynb"
+    report = _run_as_on_colab(notebook, name, tmp_path)
+    assert report["colab"], "the fake Colab shell was not taken for Colab"
+    assert Path(report["tests_dir"]).name.startswith(f"attnlib-checks-{name}-")
+    assert not list(tmp_path.glob("*.ipynb"))
+    scores = report["scores"]
+    assert set(scores) == set(fx.POINTS[name])
+    for q, (score, possible) in scores.items():
+        assert possible > 0
+        assert score == (possible if kind == "solution" else 0), f"{q}: {score}/{possible}"
 
 
 # --------------------------------------------------------------------------- grading

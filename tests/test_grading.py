@@ -186,3 +186,45 @@ def test_a_notebook_that_is_not_an_exercise_is_reported(tmp_path):
     assert rows == [dict(student="zoe", question="holiday.ipynb", score=0.0, total=0.0,
                          note="not an exercise notebook")]
     assert Path(tmp_path / "gb.csv").read_text().splitlines()[0] == "student,question,score,total,note"
+
+
+# --------------------------------------------------------------------------- the grader in a notebook
+EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
+
+
+def test_public_checks_name_the_exercises_when_asked_for_an_unknown_one():
+    with pytest.raises(ValueError, match=r"no exercise named '06_transformer'.*01_masked_softmax"):
+        g.public_checks("06_transformer.ipynb")
+
+
+def test_student_notebook_reads_the_notebook_on_disk_when_it_is_there(tmp_path, monkeypatch):
+    name = "01_masked_softmax.ipynb"
+    (tmp_path / name).write_bytes((EXERCISES / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    grader = g.student_notebook(name)
+    assert grader._notebook == name
+    assert not Path(grader._tests_dir).is_dir()  # otter falls back to the notebook's metadata
+    result = grader.check("q1_softmax", {"softmax": lambda e: np.exp(e) / np.exp(e).sum()})
+    assert (result.score, result.possible) == (1, 1)
+
+
+def test_student_notebook_uses_the_shipped_checks_for_a_renamed_copy(tmp_path, monkeypatch):
+    name = "01_masked_softmax.ipynb"
+    (tmp_path / "01_masked_softmax (1).ipynb").write_bytes((EXERCISES / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    grader = g.student_notebook(name)
+    folder = Path(grader._tests_dir)
+    assert folder.is_dir()
+    assert folder.parent != tmp_path
+    written = {p.stem: p.read_text() for p in folder.glob("*.py")}
+    assert written == g.public_checks(name)
+    unnormalised = grader.check("q1_softmax", {"softmax": lambda e: np.exp(e)})
+    assert (unnormalised.score, unnormalised.possible) == (0, 1)
+    stable = grader.check("q1_softmax", {"softmax": lambda e: np.exp(e - e.max()) / np.exp(e - e.max()).sum()})
+    assert (stable.score, stable.possible) == (1, 1)
+
+
+def test_student_notebook_says_how_to_install_otter_when_it_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "otter", None)  # import otter now raises ModuleNotFoundError
+    with pytest.raises(ModuleNotFoundError, match=r'pip install "attnlib\[grade\]"'):
+        g.student_notebook("01_masked_softmax.ipynb")

@@ -114,3 +114,27 @@ def test_chapters_install_attnlib_when_opened_where_it_is_missing(path):
     assert "except ModuleNotFoundError:" in first
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert f"git+{config['repository']['url']}@{config['repository']['branch']}" in first
+
+
+def test_an_installed_attnlib_carries_its_checkpoints_and_the_exercises_public_tests(tmp_path):
+    # Colab installs attnlib from git, not in editable mode: the data must be inside the wheel.
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path / "src"  # a copy, so that setuptools' build/ folder lands outside the repo
+    shutil.copytree(ROOT / "attnlib", src / "attnlib", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(ROOT / name, src / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--quiet", "-w", str(tmp_path)],
+        check=True, capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("attnlib-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    data = [p for d in ("checkpoints", "exercise_checks")
+            for p in sorted((ROOT / "attnlib" / d).iterdir()) if p.suffix in (".pt", ".json")]
+    assert len(data) >= 11 + 5
+    missing = [p.name for p in data if p.relative_to(ROOT).as_posix() not in names]
+    assert not missing, f"the wheel lacks {missing}"
