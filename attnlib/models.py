@@ -135,7 +135,38 @@ def _softmax_context(e: Tensor, h: Tensor, bias: Tensor | None) -> tuple[Tensor,
 
 
 # --------------------------------------------------------------------------- attention
-class AdditiveAttention(nn.Module):
+class _Attention(nn.Module):
+    """The step both score functions share: check, get the keys, score, mask, softmax, mix.
+
+    A subclass sets ``d_s``, ``d_h``, the names below, and defines
+    ``precompute(h)`` and ``scores(query, keys)``.
+    """
+
+    query_name = "s"  # the query's symbol in error messages
+    keys_name = "keys"  # how error messages describe the keys
+    keys_size = "d_s"  # the attribute holding the keys' last size
+
+    def _attend(
+        self, query: Tensor, h: Tensor, mask: Tensor | None, keys: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        who = type(self).__name__
+        _check_query(who, self.query_name, query, self.d_s)
+        _check_states(who, h, self.d_h, query.shape[0])
+        B, T_x, _ = h.shape
+        _check_mask(who, mask, B, T_x)
+        if keys is None:
+            keys = self.precompute(h)
+        else:
+            d = getattr(self, self.keys_size)
+            _need(
+                tuple(keys.shape) == (B, T_x, d),
+                f"{who} expects {self.keys_name} of shape (B, T_x, {self.keys_size}) = "
+                f"({B}, {T_x}, {d}), got {tuple(keys.shape)}",
+            )
+        return _softmax_context(self.scores(query, keys), h, _mask_bias(mask, h))
+
+
+class AdditiveAttention(_Attention):
     """Bahdanau's additive attention: e_ti = v_a^T tanh(W_a s_{t-1} + U_a h_i).
 
     The three maps are bias-free ``nn.Linear`` layers, so their ``.weight``
@@ -157,6 +188,8 @@ class AdditiveAttention(nn.Module):
     attnlib.core.attend : the same step in numpy.
     The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
     """
+
+    query_name, keys_name, keys_size = "s_prev", "keys = U_a h", "d_a"
 
     def __init__(self, d_s: int, d_h: int, d_a: int) -> None:
         super().__init__()
@@ -231,22 +264,10 @@ class AdditiveAttention(nn.Module):
         alpha : (B, T_x)
             The attention weights α_ti.
         """
-        _check_query("AdditiveAttention", "s_prev", s_prev, self.d_s)
-        _check_states("AdditiveAttention", h, self.d_h, s_prev.shape[0])
-        B, T_x, _ = h.shape
-        _check_mask("AdditiveAttention", mask, B, T_x)
-        if keys is None:
-            keys = self.U_a(h)
-        else:
-            _need(
-                tuple(keys.shape) == (B, T_x, self.d_a),
-                f"AdditiveAttention expects keys = U_a h of shape (B, T_x, d_a) = "
-                f"({B}, {T_x}, {self.d_a}), got {tuple(keys.shape)}",
-            )
-        return _softmax_context(self.scores(s_prev, keys), h, _mask_bias(mask, h))
+        return self._attend(s_prev, h, mask, keys)
 
 
-class MultiplicativeAttention(nn.Module):
+class MultiplicativeAttention(_Attention):
     """Luong's multiplicative attention: e_ti = s^T W_a h_i, or s^T h_i (``kind="dot"``).
 
     Same interface as :class:`AdditiveAttention`. ``W_a.weight`` is (d_s, d_h),
@@ -319,19 +340,7 @@ class MultiplicativeAttention(nn.Module):
         c : (B, d_h)
         alpha : (B, T_x)
         """
-        _check_query("MultiplicativeAttention", "s", s, self.d_s)
-        _check_states("MultiplicativeAttention", h, self.d_h, s.shape[0])
-        B, T_x, _ = h.shape
-        _check_mask("MultiplicativeAttention", mask, B, T_x)
-        if keys is None:
-            keys = h if self.W_a is None else self.W_a(h)
-        else:
-            _need(
-                tuple(keys.shape) == (B, T_x, self.d_s),
-                f"MultiplicativeAttention expects keys of shape (B, T_x, d_s) = "
-                f"({B}, {T_x}, {self.d_s}), got {tuple(keys.shape)}",
-            )
-        return _softmax_context(self.scores(s, keys), h, _mask_bias(mask, h))
+        return self._attend(s, h, mask, keys)
 
 
 def make_attention(score: Score, d_s: int, d_h: int, d_a: int) -> nn.Module:
