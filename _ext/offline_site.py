@@ -164,8 +164,11 @@ def stage_vendored_files(app: Sphinx, config: Config) -> None:
         raise ExtensionError(msg)
     _stage_vendor((confdir / config.offline_site_node_modules).resolve(), stage)
     versions = {
-        pkg: json.loads((confdir / config.offline_site_node_modules / pkg / "package.json")
-                        .read_text(encoding="utf-8"))["version"]
+        pkg: json.loads(
+            (confdir / config.offline_site_node_modules / pkg / "package.json").read_text(
+                encoding="utf-8"
+            )
+        )["version"]
         for pkg in VENDORED
     }
     (stage / VENDOR_URL / "versions.json").write_text(
@@ -188,13 +191,15 @@ _TOGGLE = re.compile(
 def _name_toggles(html: str) -> str:
     """Give the sidebar's expand/collapse toggles (a bare chevron) an accessible name."""
     html = _TOGGLE.sub(
-        lambda m: f'{m.group(1)}<summary aria-label="Show or hide the pages under '
-                  f'{m.group(2).strip()}">',
+        lambda m: (
+            f'{m.group(1)}<summary aria-label="Show or hide the pages under {m.group(2).strip()}">'
+        ),
         html,
     )
-    return html.replace("<summary><span class=\"toctree-toggle\"",
-                        "<summary aria-label=\"Show or hide the pages of this section\">"
-                        "<span class=\"toctree-toggle\"")
+    return html.replace(
+        '<summary><span class="toctree-toggle"',
+        '<summary aria-label="Show or hide the pages of this section"><span class="toctree-toggle"',
+    )
 
 
 def fix_script_files(
@@ -203,6 +208,7 @@ def fix_script_files(
     """Deduplicate, tidy and complete the page's ``script_files`` in place; name nav toggles."""
     toctree = context.get("generate_toctree_html")
     if callable(toctree) and not getattr(toctree, "_names_toggles", False):
+
         def generate_toctree_html(*args: Any, **kwargs: Any) -> str:
             return _name_toggles(str(toctree(*args, **kwargs)))
 
@@ -231,10 +237,17 @@ def fix_script_files(
         if tidy == WIDGET_MANAGER:
             # the fonts' folder, relative to this page ("../_vendor/..." one folder down)
             assets = posixpath.dirname(context["pathto"](WIDGET_MANAGER, 1)) + "/"
-            fixed.append(_JavaScript(None, priority=js.priority, body=WIDGET_SETUP % {
-                "assets": json.dumps(assets),
-                "dist": json.dumps(assets.rstrip("/")),
-            }))
+            fixed.append(
+                _JavaScript(
+                    None,
+                    priority=js.priority,
+                    body=WIDGET_SETUP
+                    % {
+                        "assets": json.dumps(assets),
+                        "dist": json.dumps(assets.rstrip("/")),
+                    },
+                )
+            )
         if tidy != filename:
             js = _JavaScript(tidy, priority=js.priority, **attributes)
         fixed.append(js)

@@ -87,18 +87,14 @@ def _need_ndim(arr: np.ndarray, name: str, ndim: int, shape: str) -> None:
 
 def _need_matrix(arr: np.ndarray, name: str, shape: str) -> None:
     if arr.ndim != 2:
-        raise ValueError(
-            f"{name} must be a matrix of shape {shape}, but it has shape {arr.shape}"
-        )
+        raise ValueError(f"{name} must be a matrix of shape {shape}, but it has shape {arr.shape}")
 
 
 def _need_states(h: np.ndarray) -> int:
     _need_ndim(h, "h", 2, "(..., T_x, d_h)")
     T_x = h.shape[-2]
     if T_x == 0:
-        raise ValueError(
-            f"h has T_x = 0 encoder states (shape {h.shape}); attention needs T_x ≥ 1"
-        )
+        raise ValueError(f"h has T_x = 0 encoder states (shape {h.shape}); attention needs T_x ≥ 1")
     return T_x
 
 

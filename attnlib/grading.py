@@ -723,7 +723,7 @@ def student_notebook(name: str) -> Any:
         from otter.check.utils import IPythonInterpreter
     except ModuleNotFoundError as err:
         raise ModuleNotFoundError(
-            "the checks need otter-grader: run `pip install \"attnlib[grade]\"` "
+            'the checks need otter-grader: run `pip install "attnlib[grade]"` '
             "(or the README's set-up) and restart the kernel"
         ) from err
     tests = public_checks(name)

@@ -128,9 +128,7 @@ def target_log_probs(model: Seq2Seq, src: Tensor, tgt_out: Tensor) -> Tensor:
 @contextlib.contextmanager
 def _embedding_hook(model: Seq2Seq, edit: Callable[[Tensor], Tensor]) -> Iterator[None]:
     """Pass the encoder's input embeddings x (B, T_x, emb) through ``edit`` while active."""
-    handle = model.encoder.embedding.register_forward_hook(
-        lambda _module, _inputs, out: edit(out)
-    )
+    handle = model.encoder.embedding.register_forward_hook(lambda _module, _inputs, out: edit(out))
     try:
         yield
     finally:

@@ -85,9 +85,7 @@ def _check_query(who: str, name: str, s: Tensor, d_s: int) -> None:
 def _check_states(who: str, h: Tensor, d_h: int, batch: int | None = None) -> None:
     if not isinstance(h, Tensor):
         raise TypeError(f"{who} expects h to be a torch.Tensor, got {type(h).__name__}")
-    _need(
-        h.dim() == 3, f"{who} expects h of shape (B, T_x, d_h={d_h}), got shape {tuple(h.shape)}"
-    )
+    _need(h.dim() == 3, f"{who} expects h of shape (B, T_x, d_h={d_h}), got shape {tuple(h.shape)}")
     _need(h.shape[1] >= 1, f"{who} got h with T_x = 0 encoder states; attention needs T_x ≥ 1")
     _need(h.shape[2] == d_h, f"{who} expects d_h={d_h} components in h, got {h.shape[2]}")
     _need(
@@ -519,9 +517,7 @@ class Decoder(nn.Module):
         parts, s, alpha = self._step(y_emb, s_prev, mem)
         return self.readout(parts, y_emb), s, alpha
 
-    def forward(
-        self, y_in: Tensor, s0: Tensor, mem: SourceMemory
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, y_in: Tensor, s0: Tensor, mem: SourceMemory) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: logits (B, T_y, V) and α (B, T_y, T_x) (None without attention)."""
         ys = self.embedding(y_in)  # (B, T_y, emb), all inputs known in advance
         s, parts, alphas = s0, [], []
@@ -973,10 +969,19 @@ def make_seq2seq(
     The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
     """
     n_src, n_tgt = _size(src_vocab, "src_vocab"), _size(tgt_vocab, "tgt_vocab")
-    _need(decoder in ("bahdanau", "luong", "none"), f"decoder must be 'bahdanau', 'luong' or 'none', got {decoder!r}")  # noqa: E501
-    _need(encoder in ("birnn", "embedding"), f"encoder must be 'birnn' or 'embedding', got {encoder!r}")  # noqa: E501
+    _need(
+        decoder in ("bahdanau", "luong", "none"),
+        f"decoder must be 'bahdanau', 'luong' or 'none', got {decoder!r}",
+    )
+    _need(
+        encoder in ("birnn", "embedding"),
+        f"encoder must be 'birnn' or 'embedding', got {encoder!r}",
+    )
     for name, d in (("emb", emb), ("hidden", hidden), ("d_s", d_s), ("d_a", d_a)):
-        _need(isinstance(d, int) and not isinstance(d, bool) and d >= 1, f"{name} must be a whole number ≥ 1, got {d!r}")  # noqa: E501
+        _need(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 1,
+            f"{name} must be a whole number ≥ 1, got {d!r}",
+        )
     if score is None:
         score = "general" if decoder == "luong" else "additive"
     config = {

@@ -143,7 +143,12 @@ def heatmap(
         for t in range(T_y):
             for i in range(T_x):
                 ax.text(
-                    i, t, fmt.format(a[t, i]), ha="center", va="center", fontsize=8,
+                    i,
+                    t,
+                    fmt.format(a[t, i]),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
                     color="black" if a[t, i] > mid else "white",
                 )
     if colorbar:
@@ -302,8 +307,15 @@ def unit_bar(
     for k in range(a.size):
         if a[k] > 0.06:
             shade = "black" if k >= a.size / 2 else "white"
-            ax.text(left[k] + a[k] / 2, 0, f"{names[k]}\n{a[k]:.2f}", ha="center", va="center",
-                    fontsize=8, color=shade)
+            ax.text(
+                left[k] + a[k] / 2,
+                0,
+                f"{names[k]}\n{a[k]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=shade,
+            )
     ax.axvline(1.0, color="0.2", linestyle="--", linewidth=1.0)
     ax.set_xlim(0, 1.15)
     ax.set_ylim(-0.6, 0.6)
@@ -353,8 +365,14 @@ def curves(
     styles = ["-", "--", "-.", ":"]
     lines = []
     for k, (label, y) in enumerate(ys.items()):
-        (line,) = ax.plot(xv, np.asarray(y, dtype=float), styles[k % 4], color=colours[k],
-                          linewidth=2, label=label)
+        (line,) = ax.plot(
+            xv,
+            np.asarray(y, dtype=float),
+            styles[k % 4],
+            color=colours[k],
+            linewidth=2,
+            label=label,
+        )
         lines.append(line)
     if hline is not None:
         ax.axhline(hline[0], color="0.3", linestyle=":", linewidth=1.2, label=hline[1])
@@ -408,9 +426,18 @@ def grouped_bars(
     containers = []
     for k, (label, v) in enumerate(arrays.items()):
         offset = (k - (n - 1) / 2) * width
-        containers.append(ax.bar(np.arange(T_x) + offset, v, width, label=label,
-                                 color=colours[k], edgecolor="black", linewidth=0.6,
-                                 hatch=hatches[k % 4]))
+        containers.append(
+            ax.bar(
+                np.arange(T_x) + offset,
+                v,
+                width,
+                label=label,
+                color=colours[k],
+                edgecolor="black",
+                linewidth=0.6,
+                hatch=hatches[k % 4],
+            )
+        )
     ax.set_xticks(range(T_x), names)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -458,8 +485,15 @@ def vector(
     lim = lim or 1.0
     image = ax.imshow(a, cmap=cmap, vmin=-lim, vmax=lim, aspect="auto")
     for (r, c), value in np.ndenumerate(a):
-        ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                color="black" if value > 0 else "white")
+        ax.text(
+            c,
+            r,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="black" if value > 0 else "white",
+        )
     ax.set_yticks([])
     if labels is not None:
         ax.set_xticks(range(a.shape[1]), [str(s) for s in labels], fontsize=8)
@@ -542,11 +576,27 @@ def step_diagram(
         (ax_s, (1, 0.5), ax_y, (-0.3, 0.5), "output g"),
     ]
     for ax_from, xy_from, ax_to, xy_to, text in arrows:
-        arrow = ConnectionPatch(xy_from, xy_to, coordsA=ax_from.transAxes, coordsB=ax_to.transAxes,
-                                arrowstyle="-|>", color="#d62728", linewidth=1.5, mutation_scale=14)
+        arrow = ConnectionPatch(
+            xy_from,
+            xy_to,
+            coordsA=ax_from.transAxes,
+            coordsB=ax_to.transAxes,
+            arrowstyle="-|>",
+            color="#d62728",
+            linewidth=1.5,
+            mutation_scale=14,
+        )
         fig.add_artist(arrow)
-        ax_from.annotate(text, xy=xy_from, xycoords="axes fraction", xytext=(4, 5),
-                         textcoords="offset points", ha="left", fontsize=8, color="#d62728")
+        ax_from.annotate(
+            text,
+            xy=xy_from,
+            xycoords="axes fraction",
+            xytext=(4, 5),
+            textcoords="offset points",
+            ha="left",
+            fontsize=8,
+            color="#d62728",
+        )
     return fig
 
 
@@ -588,8 +638,14 @@ def growth(
         xv, yv = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         (pts,) = ax.plot(xv, yv, markers[k % 4], color=colours[k], label=f"{label} (measured)")
         xs = np.geomspace(xv.min(), xv.max(), 50)
-        ax.plot(xs, prefactor * xs**exponent, "--", color=colours[k], linewidth=1.5,
-                label=f"fit ∝ size^{exponent:.2f}")
+        ax.plot(
+            xs,
+            prefactor * xs**exponent,
+            "--",
+            color=colours[k],
+            linewidth=1.5,
+            label=f"fit ∝ size^{exponent:.2f}",
+        )
         lines.append(pts)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -658,8 +714,9 @@ def by_length(
         x = [(b.lo + b.hi) / 2 for b in buckets]  # type: ignore[attr-defined]
         y = [float(getattr(b, metric)) for b in buckets]
         ticks.update({xi: b.label for xi, b in zip(x, buckets, strict=True)})  # type: ignore[attr-defined]
-        (line,) = ax.plot(x, y, styles[k % 4], marker=markers[k % 4], color=colours[k],
-                          linewidth=2, label=label)
+        (line,) = ax.plot(
+            x, y, styles[k % 4], marker=markers[k % 4], color=colours[k], linewidth=2, label=label
+        )
         lines.append(line)
     ax.set_xticks(sorted(ticks), [ticks[x] for x in sorted(ticks)])
     ax.set_ylim(*ylim)
@@ -710,7 +767,10 @@ def heatmap_entropy(
     T_y, T_x = a.shape
     if axes is None:
         _, axes = plt.subplots(
-            1, 2, figsize=(2.6 + 0.5 * T_x, 1.0 + 0.42 * T_y), layout="constrained",
+            1,
+            2,
+            figsize=(2.6 + 0.5 * T_x, 1.0 + 0.42 * T_y),
+            layout="constrained",
             width_ratios=[max(T_x, 3), 3],
         )
     ax_map, ax_H = axes

@@ -115,9 +115,7 @@ _SMALL = {"emb": 16, "hidden": 32, "d_s": 48, "d_a": 16}  # d_h = 2 Ã— 32 = 64 â
 _FIT = {"batch_size": 128, "lr": 8e-3, "decay": True, "clip": 1.0, "eval_every": 50, "seed": 0}
 
 
-def _recipe(
-    name: str, about: str, task: dict, model: dict, fit: dict, buckets: Any = 5
-) -> Recipe:
+def _recipe(name: str, about: str, task: dict, model: dict, fit: dict, buckets: Any = 5) -> Recipe:
     return Recipe(
         name=name,
         about=about,

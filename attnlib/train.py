@@ -378,7 +378,7 @@ class Bucket:
 
     @property
     def label(self) -> str:
-        """"5–9", or "7" for a one-length bucket."""
+        """ "5–9", or "7" for a one-length bucket."""
         return str(self.lo) if self.lo == self.hi else f"{self.lo}–{self.hi}"
 
 

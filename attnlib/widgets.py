@@ -303,9 +303,14 @@ def softmax_explorer(
     fig, artists = draw_softmax(e0, names, score_range)
     controls = {
         name: widgets.FloatSlider(
-            value=float(v), min=-score_range, max=score_range, step=0.1,
-            description=f"score e ({name})", continuous_update=True,
-            style={"description_width": "110px"}, layout=widgets.Layout(width="420px"),
+            value=float(v),
+            min=-score_range,
+            max=score_range,
+            step=0.1,
+            description=f"score e ({name})",
+            continuous_update=True,
+            style={"description_width": "110px"},
+            layout=widgets.Layout(width="420px"),
         )
         for name, v in zip(names, e0, strict=True)
     }
@@ -315,7 +320,11 @@ def softmax_explorer(
 
     dynamic = [*_bar_artists(artists.scores), *_bar_artists(artists.weights), artists.total]
     return _wire(
-        fig, artists, dynamic, controls, on_change,
+        fig,
+        artists,
+        dynamic,
+        controls,
+        on_change,
         alt=(
             "Two bar charts that follow the three score sliders: the raw scores "
             "e_ti on the left, the softmax weights α_ti on the right."
@@ -380,9 +389,7 @@ def draw_step(
     # 7.6 in at 90 dpi is 684 px: the width of the book's text column
     fig, (ax_h, ax_b) = _figure((7.6, 3.3 + 0.05 * a.shape[0]), ncols=2, width_ratios=[1.0, 1.1])
     image = heatmap(a, src, tgt, ax=ax_h)
-    frame = Rectangle(
-        (-0.5, -0.5), a.shape[1], 1.0, fill=False, edgecolor="#d62728", linewidth=2.5
-    )
+    frame = Rectangle((-0.5, -0.5), a.shape[1], 1.0, fill=False, edgecolor="#d62728", linewidth=2.5)
     ax_h.add_patch(frame)
     weights = bars(a[0], src, ax=ax_b, ylabel="α_ti at this step t", ylim=(0, 1.1))
     ax_b.set_xlabel(SOURCE_LABEL)
@@ -448,8 +455,13 @@ def step_explorer(
     """
     fig, artists = draw_step(alpha, src_tokens, tgt_tokens, t=0)
     slider = widgets.IntSlider(
-        value=1, min=1, max=artists.alpha.shape[0], step=1, description="output step t",
-        continuous_update=True, style={"description_width": "110px"},
+        value=1,
+        min=1,
+        max=artists.alpha.shape[0],
+        step=1,
+        description="output step t",
+        continuous_update=True,
+        style={"description_width": "110px"},
         layout=widgets.Layout(width="420px"),
     )
     controls = {"t": slider}
@@ -459,7 +471,11 @@ def step_explorer(
 
     dynamic = [artists.frame, *_bar_artists(artists.weights), artists.label]
     return _wire(
-        fig, artists, dynamic, controls, on_change,
+        fig,
+        artists,
+        dynamic,
+        controls,
+        on_change,
         alt=(
             "Heatmap of the attention weights α_ti of a trained model, with the row "
             "of the selected output step t highlighted."
@@ -517,12 +533,24 @@ def draw_temperature(
     weights = bars(softmax(e), labels, ax=ax_a, ylabel="α_ti = softmax(β e_ti)", ylim=(0, 1.12))
     log_T = float(np.log(e.size))
     entropy_bar = bars(
-        [0.0], ["H"], ax=ax_h, xlabel="", ylabel="entropy H (nats)",
-        ylim=(0, 1.15 * log_T), color=ACCENT_COLOR,
+        [0.0],
+        ["H"],
+        ax=ax_h,
+        xlabel="",
+        ylabel="entropy H (nats)",
+        ylim=(0, 1.15 * log_T),
+        color=ACCENT_COLOR,
     )
     ceiling = ax_h.axhline(log_T, color="0.2", linestyle="--", linewidth=1.2)
-    ax_h.text(0.5, log_T, f"log T_x = {log_T:.3f}", ha="center", va="bottom", fontsize=8,
-              transform=ax_h.get_yaxis_transform())
+    ax_h.text(
+        0.5,
+        log_T,
+        f"log T_x = {log_T:.3f}",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        transform=ax_h.get_yaxis_transform(),
+    )
     ax_h.set_xlim(-0.8, 0.8)
     label = ax_a.text(0.02, 0.97, "", transform=ax_a.transAxes, va="top", fontsize=9)
     artists = TemperatureArtists(weights, entropy_bar, ceiling, label, e)
@@ -580,8 +608,13 @@ def temperature_explorer(
     """
     fig, artists = draw_temperature(e, labels, beta)
     slider = widgets.FloatSlider(
-        value=beta, min=0.0, max=10.0, step=0.1, description="sharpness β",
-        continuous_update=True, style={"description_width": "110px"},
+        value=beta,
+        min=0.0,
+        max=10.0,
+        step=0.1,
+        description="sharpness β",
+        continuous_update=True,
+        style={"description_width": "110px"},
         layout=widgets.Layout(width="420px"),
     )
     controls = {"beta": slider}
@@ -591,7 +624,11 @@ def temperature_explorer(
 
     dynamic = [*_bar_artists(artists.weights), *_bar_artists(artists.entropy_bar), artists.label]
     return _wire(
-        fig, artists, dynamic, controls, on_change,
+        fig,
+        artists,
+        dynamic,
+        controls,
+        on_change,
         alt=(
             "Bar chart of the attention weights at the selected sharpness β, with "
             "the entropy H compared with its maximum log T_x."

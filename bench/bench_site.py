@@ -43,8 +43,19 @@ SITE_TARGET_MB = 100.0
 PAGE_TARGET_MB = 10.0
 #: Not part of the book's sources (generated, environments, caches, test output).
 IGNORE = shutil.ignore_patterns(
-    "_build", ".venv", "node_modules", ".git", ".hypothesis", ".pytest_cache", ".ruff_cache",
-    "__pycache__", "*.egg-info", ".ipynb_checkpoints", "_artifacts", "out", ".lead",
+    "_build",
+    ".venv",
+    "node_modules",
+    ".git",
+    ".hypothesis",
+    ".pytest_cache",
+    ".ruff_cache",
+    "__pycache__",
+    "*.egg-info",
+    ".ipynb_checkpoints",
+    "_artifacts",
+    "out",
+    ".lead",
 )
 
 
@@ -60,8 +71,9 @@ def copy_book(dest: Path) -> Path:
 def timed_build(book: Path) -> tuple[float, int]:
     """Run the README's build command in ``book``; return (wall seconds, exit code)."""
     start = time.perf_counter()
-    proc = subprocess.run(BUILD, cwd=book, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          check=False)
+    proc = subprocess.run(
+        BUILD, cwd=book, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return time.perf_counter() - start, proc.returncode
 
 
@@ -147,23 +159,42 @@ def rows() -> list[dict]:
         return "" if rc == 0 else f" [build exited {rc}]"
 
     return [
-        {"name": f"site: clean build, every notebook executed{note(clean_rc)}",
-         "value": round(clean_s, 1), "unit": "s", "target": f"≤ {CLEAN_TARGET_S:g} s",
-         "ok": clean_rc == 0 and clean_s <= CLEAN_TARGET_S},
-        {"name": f"site: cached rebuild after editing {chapter.relative_to(book)}"
-                 f"{note(rebuild_rc)}",
-         "value": round(rebuild_s, 1), "unit": "s", "target": f"≤ {REBUILD_TARGET_S:g} s",
-         "ok": rebuild_rc == 0 and rebuild_s <= REBUILD_TARGET_S},
-        {"name": "site: total size of _build/html", "value": round(total, 1), "unit": "MB",
-         "target": f"≤ {SITE_TARGET_MB:g} MB", "ok": total <= SITE_TARGET_MB},
-        {"name": f"site: heaviest page ({page}, HTML + its images)",
-         "value": round(page_bytes / 1e6, 2), "unit": "MB",
-         "target": f"≤ {PAGE_TARGET_MB:g} MB", "ok": page_bytes / 1e6 <= PAGE_TARGET_MB},
+        {
+            "name": f"site: clean build, every notebook executed{note(clean_rc)}",
+            "value": round(clean_s, 1),
+            "unit": "s",
+            "target": f"≤ {CLEAN_TARGET_S:g} s",
+            "ok": clean_rc == 0 and clean_s <= CLEAN_TARGET_S,
+        },
+        {
+            "name": f"site: cached rebuild after editing {chapter.relative_to(book)}"
+            f"{note(rebuild_rc)}",
+            "value": round(rebuild_s, 1),
+            "unit": "s",
+            "target": f"≤ {REBUILD_TARGET_S:g} s",
+            "ok": rebuild_rc == 0 and rebuild_s <= REBUILD_TARGET_S,
+        },
+        {
+            "name": "site: total size of _build/html",
+            "value": round(total, 1),
+            "unit": "MB",
+            "target": f"≤ {SITE_TARGET_MB:g} MB",
+            "ok": total <= SITE_TARGET_MB,
+        },
+        {
+            "name": f"site: heaviest page ({page}, HTML + its images)",
+            "value": round(page_bytes / 1e6, 2),
+            "unit": "MB",
+            "target": f"≤ {PAGE_TARGET_MB:g} MB",
+            "ok": page_bytes / 1e6 <= PAGE_TARGET_MB,
+        },
     ]
 
 
 if __name__ == "__main__":
     os.chdir(ROOT)
     for row in rows():
-        print(f"{row['name']:75} {row['value']:8.2f} {row['unit']:2}  target {row['target']}  "
-              f"{'ok' if row['ok'] else 'NOT MET'}")
+        print(
+            f"{row['name']:75} {row['value']:8.2f} {row['unit']:2}  target {row['target']}  "
+            f"{'ok' if row['ok'] else 'NOT MET'}"
+        )

@@ -37,8 +37,9 @@ PROBE = (
 
 
 def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
     assert proc.returncode == 0, (
         f"`{' '.join(cmd)}` exited {proc.returncode}\n--- stdout\n{proc.stdout[-3000:]}"
         f"\n--- stderr\n{proc.stderr[-3000:]}"
@@ -50,8 +51,9 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> str:
 def binder_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """A fresh venv with binder/requirements.txt and binder/postBuild applied; its timings."""
     venv = tmp_path_factory.mktemp("binder") / "venv"
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}}
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}
+    }
     env["PIP_RETRIES"] = "0"
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     times: dict[str, float] = {}
@@ -62,8 +64,12 @@ def binder_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     env["VIRTUAL_ENV"] = str(venv)
     python = str(venv / "bin" / "python")
     # repo2docker runs both from the repository root.
-    _run([python, "-m", "pip", "install", "--quiet", "-r", str(BINDER / "requirements.txt")],
-         env, ROOT, 1800)
+    _run(
+        [python, "-m", "pip", "install", "--quiet", "-r", str(BINDER / "requirements.txt")],
+        env,
+        ROOT,
+        1800,
+    )
     times["pip install -r binder/requirements.txt"] = time.perf_counter() - start
     start = time.perf_counter()
     _run(["bash", str(BINDER / "postBuild")], env, ROOT, 600)

@@ -29,7 +29,9 @@ finite = st.floats(-30, 30, allow_nan=False, allow_infinity=False)
 
 
 def score_vectors(min_len: int = 2, max_len: int = 40):
-    return st.integers(min_len, max_len).flatmap(lambda n: arrays(np.float64, (n,), elements=finite))
+    return st.integers(min_len, max_len).flatmap(
+        lambda n: arrays(np.float64, (n,), elements=finite)
+    )
 
 
 def rand_params(rng, d_s=3, d_h=4, d_a=5):
@@ -52,9 +54,10 @@ def test_tf1_bare_embeddings_are_context_free_a_recurrent_encoder_is_not():
 @given(score_vectors())
 def test_tf2_weights_sum_to_one_within_a_few_ulps(e):
     assert abs(float(al.softmax(e).sum()) - 1.0) <= 8 * np.finfo(np.float64).eps
-    assert abs(float(al.softmax(e.astype(np.float32)).sum(dtype=np.float64)) - 1.0) <= 8 * np.finfo(
-        np.float32
-    ).eps
+    assert (
+        abs(float(al.softmax(e.astype(np.float32)).sum(dtype=np.float64)) - 1.0)
+        <= 8 * np.finfo(np.float32).eps
+    )
 
 
 def test_tf3_weight_moved_between_equal_states_leaves_c_t_unchanged():
@@ -352,7 +355,9 @@ def trained(name: str):
 @functools.cache
 def held_out(name: str, buckets: tuple[int, ...] | int = 5):
     model, task, _, _ = trained(name)
-    return evaluate(model, task, "test", buckets=list(buckets) if isinstance(buckets, tuple) else buckets)
+    return evaluate(
+        model, task, "test", buckets=list(buckets) if isinstance(buckets, tuple) else buckets
+    )
 
 
 def test_tf1_trained_copy_needs_the_recurrent_encoder():
@@ -394,7 +399,10 @@ def test_tf9_reordering_the_words_changes_the_states_and_the_translation():
 def test_se5_copy_model_is_diagonal_and_right():
     model, task, _, _ = trained("copy")
     assert held_out("copy").exact_match > 0.95
-    band = [ex.diagonal_mass(r.alpha, width=1) for r in translate(model, task, [s for s, _ in task.test[:50]])]
+    band = [
+        ex.diagonal_mass(r.alpha, width=1)
+        for r in translate(model, task, [s for s, _ in task.test[:50]])
+    ]
     assert float(np.mean(band)) > 0.7  # most of the weight within one position of the diagonal
 
 

@@ -169,7 +169,9 @@ def test_entropy_known_values():
     assert al.entropy([0.5, 0.5], base=2) == pytest.approx(1.0)
     assert al.entropy(np.full(8, 1 / 8)) == pytest.approx(math.log(8))
     assert al.entropy(np.full(8, 1 / 8), base=2) == pytest.approx(3.0)
-    assert al.entropy([0.25, 0.75]) == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
+    assert al.entropy([0.25, 0.75]) == pytest.approx(
+        -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    )
 
 
 def test_entropy_one_per_step():
@@ -248,20 +250,64 @@ S, H = _rng.normal(size=3), _rng.normal(size=(4, 5))
 
 BAD = [
     # (call, error type, words the message must contain)
-    (lambda: al.additive_scores(np.ones(4), H, W, U, V), ValueError, "W_a expects d_s=3 components but s_prev has 4"),
-    (lambda: al.additive_scores(S, np.ones((4, 6)), W, U, V), ValueError, "U_a expects d_h=5 components but h has 6"),
-    (lambda: al.additive_scores(S, H, W, np.ones((3, 5)), V), ValueError, "d_a=2 but U_a projects h to d_a=3"),
-    (lambda: al.additive_scores(S, H, W, U, np.ones(3)), ValueError, "v_a must be a vector of length d_a=2"),
+    (
+        lambda: al.additive_scores(np.ones(4), H, W, U, V),
+        ValueError,
+        "W_a expects d_s=3 components but s_prev has 4",
+    ),
+    (
+        lambda: al.additive_scores(S, np.ones((4, 6)), W, U, V),
+        ValueError,
+        "U_a expects d_h=5 components but h has 6",
+    ),
+    (
+        lambda: al.additive_scores(S, H, W, np.ones((3, 5)), V),
+        ValueError,
+        "d_a=2 but U_a projects h to d_a=3",
+    ),
+    (
+        lambda: al.additive_scores(S, H, W, U, np.ones(3)),
+        ValueError,
+        "v_a must be a vector of length d_a=2",
+    ),
     (lambda: al.additive_scores(S, H, W, U, np.ones((2, 1))), ValueError, "v_a must be a vector"),
-    (lambda: al.additive_scores(S, np.ones(5), W, U, V), ValueError, "h must have shape (..., T_x, d_h)"),
-    (lambda: al.additive_scores(np.float64(1.0), H, W, U, V), ValueError, "s_prev must have shape (..., d_s)"),
-    (lambda: al.additive_scores(S, H, np.ones(3), U, V), ValueError, "W_a must be a matrix of shape (d_a, d_s)"),
+    (
+        lambda: al.additive_scores(S, np.ones(5), W, U, V),
+        ValueError,
+        "h must have shape (..., T_x, d_h)",
+    ),
+    (
+        lambda: al.additive_scores(np.float64(1.0), H, W, U, V),
+        ValueError,
+        "s_prev must have shape (..., d_s)",
+    ),
+    (
+        lambda: al.additive_scores(S, H, np.ones(3), U, V),
+        ValueError,
+        "W_a must be a matrix of shape (d_a, d_s)",
+    ),
     (lambda: al.additive_scores(S, np.ones((0, 5)), W, U, V), ValueError, "T_x = 0"),
-    (lambda: al.additive_scores(np.ones((2, 3)), np.ones((3, 4, 5)), W, U, V), ValueError, "batch dimensions"),
-    (lambda: al.additive_scores([1.0, np.nan, 0.0], H, W, U, V), ValueError, "s_prev contains NaN or inf"),
+    (
+        lambda: al.additive_scores(np.ones((2, 3)), np.ones((3, 4, 5)), W, U, V),
+        ValueError,
+        "batch dimensions",
+    ),
+    (
+        lambda: al.additive_scores([1.0, np.nan, 0.0], H, W, U, V),
+        ValueError,
+        "s_prev contains NaN or inf",
+    ),
     (lambda: al.additive_scores(S, H * np.inf, W, U, V), ValueError, "h contains NaN or inf"),
-    (lambda: al.additive_scores(["a", "b", "c"], H, W, U, V), TypeError, "s_prev must hold real numbers"),
-    (lambda: al.multiplicative_scores(S, H, np.ones((5, 3))), ValueError, "W_a must have shape (d_s, d_h) = (3, 5)"),
+    (
+        lambda: al.additive_scores(["a", "b", "c"], H, W, U, V),
+        TypeError,
+        "s_prev must hold real numbers",
+    ),
+    (
+        lambda: al.multiplicative_scores(S, H, np.ones((5, 3))),
+        ValueError,
+        "W_a must have shape (d_s, d_h) = (3, 5)",
+    ),
     (lambda: al.dot_scores(S, H), ValueError, "needs d_s = d_h"),
     (lambda: al.softmax([]), ValueError, "T_x = 0"),
     (lambda: al.softmax(3.0), ValueError, "scalar"),
@@ -271,10 +317,22 @@ BAD = [
     (lambda: al.softmax([1.0, 2.0], axis=1), ValueError, "axis=1 is out of range"),
     (lambda: al.softmax([1.0, 2.0], mask=[1, 0]), TypeError, "mask must be boolean"),
     (lambda: al.softmax([1.0, 2.0, 3.0], mask=[True, False]), ValueError, "mask has shape (2,)"),
-    (lambda: al.softmax(np.ones((2, 3)), mask=np.ones((3, 3), bool)), ValueError, "mask has shape (3, 3)"),
-    (lambda: al.softmax(np.ones((2, 3)), mask=np.ones((2, 1), bool)), ValueError, "all T_x = 3 positions"),
+    (
+        lambda: al.softmax(np.ones((2, 3)), mask=np.ones((3, 3), bool)),
+        ValueError,
+        "mask has shape (3, 3)",
+    ),
+    (
+        lambda: al.softmax(np.ones((2, 3)), mask=np.ones((2, 1), bool)),
+        ValueError,
+        "all T_x = 3 positions",
+    ),
     (lambda: al.softmax([1.0, 2.0], mask=[False, False]), ValueError, "no position to attend to"),
-    (lambda: al.context([0.5, 0.5], H), ValueError, "alpha has T_x=2 weights per step but h has T_x=4"),
+    (
+        lambda: al.context([0.5, 0.5], H),
+        ValueError,
+        "alpha has T_x=2 weights per step but h has T_x=4",
+    ),
     (lambda: al.context([1.5, -0.5, 0.0, 0.0], H), ValueError, "negative entries"),
     (lambda: al.context([0.1, 0.1, 0.1, 0.1], H), ValueError, "must sum to 1"),
     (lambda: al.entropy([0.2, 0.2]), ValueError, "must sum to 1"),

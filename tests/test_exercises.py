@@ -51,7 +51,9 @@ def _blocks(nb):
             question, stack = None, []
         elif cell.cell_type == "raw" and src.startswith("# END "):
             stack.pop()
-        elif question and stack[-1] == "question" and cell.cell_type == "markdown" and prompt is None:
+        elif (
+            question and stack[-1] == "question" and cell.cell_type == "markdown" and prompt is None
+        ):
             prompt = src
         elif question and stack[-1] == "solution":
             solutions.append(src)
@@ -116,7 +118,9 @@ def test_each_question_links_its_chapter_and_has_public_and_hidden_tests(source)
         assert solutions, f"{config}: no solution"
         assert any(not h for h, _ in tests), f"{config}: no public test"
         assert any(h for h, _ in tests), f"{config}: no hidden test"
-        assert all("call(" in t or "model" in t for _, t in tests), f"{config}: call learner code via call()"
+        assert all("call(" in t or "model" in t for _, t in tests), (
+            f"{config}: call learner code via call()"
+        )
     title = next(c.source for c in nb.cells if c.cell_type == "markdown")
     assert re.match(r"\(ex-[\w-]+\)=\n# Exercise \d: ", title), title[:80]
 
@@ -190,16 +194,21 @@ def _run_as_on_colab(notebook: Path, name: str, cwd: Path) -> dict:
     nb = nbformat.read(notebook, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(FAKE_COLAB))
     nb.cells.append(nbformat.v4.new_code_cell(REPORT.replace("NAME", name)))
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
     printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
     return json.loads(printed.split("REPORT", 1)[1])
 
 
 @pytest.mark.parametrize("kind", ["solution", "blank"])
 @pytest.mark.parametrize("name", NAMES)
-def test_checks_give_feedback_on_colab_where_the_notebook_is_not_on_disk(built, tmp_path, name, kind):
-    notebook = (built / "build" / "solutions" if kind == "solution" else EXERCISES) / f"{name}.ipynb"
+def test_checks_give_feedback_on_colab_where_the_notebook_is_not_on_disk(
+    built, tmp_path, name, kind
+):
+    notebook = (
+        built / "build" / "solutions" if kind == "solution" else EXERCISES
+    ) / f"{name}.ipynb"
     report = _run_as_on_colab(notebook, name, tmp_path)
     assert report["colab"], "the fake Colab shell was not taken for Colab"
     assert Path(report["tests_dir"]).name.startswith(f"attnlib-checks-{name}-")
@@ -213,8 +222,11 @@ def test_checks_give_feedback_on_colab_where_the_notebook_is_not_on_disk(built, 
 
 # --------------------------------------------------------------------------- grading
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path):
@@ -222,20 +234,31 @@ def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path
     cases = fx.materialise_all(subs, built / "build" / "solutions", EXERCISES)
     before = _digest(subs)
     gradebook = tmp_path / "gradebook.csv"
-    grading.grade(subs, gradebook, autograders=built / "build" / "autograder", jobs=2,
-                  timeout=180, cell_seconds=30)
+    grading.grade(
+        subs,
+        gradebook,
+        autograders=built / "build" / "autograder",
+        jobs=2,
+        timeout=180,
+        cell_seconds=30,
+    )
     with open(gradebook, newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["student", "question", "score", "total", "note"]
-    got = {(r["student"], r["question"]): (float(r["score"]), float(r["total"]), r["note"]) for r in rows}
+    got = {
+        (r["student"], r["question"]): (float(r["score"]), float(r["total"]), r["note"])
+        for r in rows
+    }
     assert len(got) == len(rows) == sum(len(fx.POINTS[c.exercise]) for c in cases)
     wrong = []
     for case in cases:
         for q, total in fx.POINTS[case.exercise].items():
             score, tot, note = got[(case.student, f"{case.exercise}:{q}")]
             if (score, tot) != (case.expect[q], total):
-                wrong.append(f"{case.student} {q}: {score}/{tot}, expected {case.expect[q]}/{total} "
-                             f"({case.why or case.kind}) {note}")
+                wrong.append(
+                    f"{case.student} {q}: {score}/{tot}, expected {case.expect[q]}/{total} "
+                    f"({case.why or case.kind}) {note}"
+                )
     assert not wrong, "\n".join(wrong)
     # hostile submissions changed nothing outside their own scratch folder
     assert _digest(subs) == before
@@ -260,7 +283,15 @@ def test_the_site_lists_student_notebooks_and_never_a_solution_or_hidden_test():
     secrets = set().union(*(_secret_lines(s) for s in SOURCES))
     leaks = []
     for path in site.rglob("*"):
-        if path.is_file() and path.suffix in (".html", ".ipynb", ".txt", ".md", ".js", ".json", ".py"):
+        if path.is_file() and path.suffix in (
+            ".html",
+            ".ipynb",
+            ".txt",
+            ".md",
+            ".js",
+            ".json",
+            ".py",
+        ):
             text = _page_text(path)
             leaks += [f"{path.relative_to(site)}: {s}" for s in secrets if s in text]
     assert not leaks, "\n".join(leaks[:10])
@@ -278,8 +309,10 @@ def test_a_submission_that_outlives_the_cell_limit_is_stopped_at_the_time_limit(
     nb.cells.insert(2, nbformat.v4.new_code_cell(stubborn, id="stubborn"))
     nbformat.write(nb, tmp_path / "zed.ipynb")
     scores, note = grading.grade_one(
-        tmp_path / "zed.ipynb", built / "build" / "autograder" / "01_masked_softmax.zip",
-        timeout=15, cell_seconds=5,
+        tmp_path / "zed.ipynb",
+        built / "build" / "autograder" / "01_masked_softmax.zip",
+        timeout=15,
+        cell_seconds=5,
     )
     assert scores is None
     assert note == "stopped after the time limit of 15 s"

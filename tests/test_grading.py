@@ -48,7 +48,9 @@ def test_py_additive_scores_on_hand_values():
     e = g.py_additive_scores([0.5], [[0.0], [1.0]], [[1.0]], [[1.0]], [2.0])
     assert e == pytest.approx([2 * math.tanh(0.5), 2 * math.tanh(1.5)])
     # d_s = 2, d_h = 1, d_a = 2, with v_a picking the second component
-    e = g.py_additive_scores([1.0, 2.0], [[3.0]], [[1.0, 0.0], [0.0, 1.0]], [[0.0], [1.0]], [0.0, 1.0])
+    e = g.py_additive_scores(
+        [1.0, 2.0], [[3.0]], [[1.0, 0.0], [0.0, 1.0]], [[0.0], [1.0]], [0.0, 1.0]
+    )
     assert e == pytest.approx([math.tanh(2.0 + 3.0)])
 
 
@@ -71,7 +73,9 @@ def test_floats_reads_arrays_tensors_and_says_what_is_missing():
 
 def test_assert_close_names_the_shape_or_the_entry_that_differs():
     g.assert_close(np.array([0.5, 0.25]), [0.5, 0.25])
-    with pytest.raises(AssertionError, match=r"alpha should have shape \(3,\), but it has shape \(2,\)"):
+    with pytest.raises(
+        AssertionError, match=r"alpha should have shape \(3,\), but it has shape \(2,\)"
+    ):
         g.assert_close(np.array([0.5, 0.5]), [0.2, 0.3, 0.5], name="alpha")
     with pytest.raises(AssertionError, match=r"entry 1 .* is 0.6, expected 0.5"):
         g.assert_close([0.5, 0.6], [0.5, 0.5], name="alpha")
@@ -145,7 +149,10 @@ def test_the_guard_confines_a_submission_and_reports_replaced_functions(tmp_path
     tests.mkdir(parents=True)
     (tests / "q1.py").write_text("kept")
     proc = subprocess.run(
-        [sys.executable, "-c", GUARDED, str(scratch)], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", GUARDED, str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=120,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -183,9 +190,18 @@ def test_a_notebook_that_is_not_an_exercise_is_reported(tmp_path):
     subs.mkdir(parents=True)
     (subs / "holiday.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
     rows = g.grade(tmp_path / "subs", tmp_path / "gb.csv", autograders=ag)
-    assert rows == [dict(student="zoe", question="holiday.ipynb", score=0.0, total=0.0,
-                         note="not an exercise notebook")]
-    assert Path(tmp_path / "gb.csv").read_text().splitlines()[0] == "student,question,score,total,note"
+    assert rows == [
+        dict(
+            student="zoe",
+            question="holiday.ipynb",
+            score=0.0,
+            total=0.0,
+            note="not an exercise notebook",
+        )
+    ]
+    assert (
+        Path(tmp_path / "gb.csv").read_text().splitlines()[0] == "student,question,score,total,note"
+    )
 
 
 # --------------------------------------------------------------------------- the grader in a notebook
@@ -220,7 +236,9 @@ def test_student_notebook_uses_the_shipped_checks_for_a_renamed_copy(tmp_path, m
     assert written == g.public_checks(name)
     unnormalised = grader.check("q1_softmax", {"softmax": lambda e: np.exp(e)})
     assert (unnormalised.score, unnormalised.possible) == (0, 1)
-    stable = grader.check("q1_softmax", {"softmax": lambda e: np.exp(e - e.max()) / np.exp(e - e.max()).sum()})
+    stable = grader.check(
+        "q1_softmax", {"softmax": lambda e: np.exp(e - e.max()) / np.exp(e - e.max()).sum()}
+    )
     assert (stable.score, stable.possible) == (1, 1)
 
 

@@ -203,7 +203,9 @@ def test_uniform_intervention_spreads_weight_over_real_positions(task, model) ->
 
 def test_permute_intervention_moves_the_first_step_weights(task, model) -> None:
     src, lengths = _batch(task)
-    _, before = model.greedy(src, max_len=1)  # step 1 scores with s_0, unchanged by the intervention
+    _, before = model.greedy(
+        src, max_len=1
+    )  # step 1 scores with s_0, unchanged by the intervention
     with imp.attention_intervention(model, "permute", seed=5):
         _, after = model.greedy(src, max_len=1)
     moved = False
@@ -226,16 +228,24 @@ def test_intervention_is_undone_even_after_an_error(task, model) -> None:
 
 
 def test_intervention_errors(task, model) -> None:
-    with pytest.raises(ValueError, match="'uniform' or 'permute'"), imp.attention_intervention(model, "zero"):  # type: ignore[arg-type]
+    with (
+        pytest.raises(ValueError, match="'uniform' or 'permute'"),
+        imp.attention_intervention(model, "zero"),
+    ):  # type: ignore[arg-type]
         pass
     none = make_seq2seq(task.src_vocab, task.tgt_vocab, decoder="none", seed=0, **TINY)
-    with pytest.raises(ValueError, match="no attention"), imp.attention_intervention(none, "uniform"):
+    with (
+        pytest.raises(ValueError, match="no attention"),
+        imp.attention_intervention(none, "uniform"),
+    ):
         pass
     with pytest.raises(ValueError, match="n must be"):
         imp.intervention_effect(model, task, "uniform", n=0)
 
 
-def test_uniform_intervention_changes_nothing_when_attention_is_already_uniform(task, model) -> None:
+def test_uniform_intervention_changes_nothing_when_attention_is_already_uniform(
+    task, model
+) -> None:
     m = copy.deepcopy(model)
     with torch.no_grad():
         m.attention.v_a.weight.zero_()  # every e_ti = 0: α is uniform already

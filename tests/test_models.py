@@ -48,7 +48,9 @@ def _src(lengths: list[int], seed: int = 0, vocab: int = V_SRC) -> torch.Tensor:
     d_h=st.integers(1, 6),
     d_a=st.integers(1, 6),
 )
-def test_additive_attention_shapes_and_weights(B: int, T_x: int, d_s: int, d_h: int, d_a: int) -> None:
+def test_additive_attention_shapes_and_weights(
+    B: int, T_x: int, d_s: int, d_h: int, d_a: int
+) -> None:
     torch.manual_seed(0)
     attn = AdditiveAttention(d_s, d_h, d_a)
     c, alpha = attn(torch.randn(B, d_s), torch.randn(B, T_x, d_h))
@@ -86,9 +88,13 @@ def test_additive_parity_with_numpy_core(
     with torch.no_grad():
         c, alpha = attn(s_prev, h, mask)
         e = attn.scores(s_prev, attn.precompute(h))
-    W_a, U_a, v_a = (w.detach().numpy() for w in (attn.W_a.weight, attn.U_a.weight, attn.v_a.weight[0]))
+    W_a, U_a, v_a = (
+        w.detach().numpy() for w in (attn.W_a.weight, attn.U_a.weight, attn.v_a.weight[0])
+    )
     ref = core.attend(s_prev.numpy(), h.numpy(), W_a, U_a, v_a, mask=mask.numpy())
-    np.testing.assert_allclose(e.numpy(), core.additive_scores(s_prev.numpy(), h.numpy(), W_a, U_a, v_a), atol=1e-5)
+    np.testing.assert_allclose(
+        e.numpy(), core.additive_scores(s_prev.numpy(), h.numpy(), W_a, U_a, v_a), atol=1e-5
+    )
     np.testing.assert_allclose(alpha.numpy(), ref.alpha, atol=1e-6, rtol=0)
     np.testing.assert_allclose(c.numpy(), ref.c, atol=1e-5, rtol=0)
 
@@ -282,7 +288,9 @@ def _states(model: Seq2Seq, src: torch.Tensor, ys: tuple[int, ...] = (BOS_ID, 4,
     return states, logits
 
 
-@pytest.mark.parametrize(("context_in", "state_sees_c"), [("both", True), ("state", True), ("output", False)])
+@pytest.mark.parametrize(
+    ("context_in", "state_sees_c"), [("both", True), ("state", True), ("output", False)]
+)
 def test_where_c_t_enters(context_in: str, state_sees_c: bool) -> None:
     """Changing v_a changes α and c_t but not s_0: the states move only if c_t enters them."""
     model = make_seq2seq(V_SRC, V_TGT, context_in=context_in, seed=6, **TINY)
@@ -304,7 +312,9 @@ def test_no_attention_baseline_sees_only_the_final_state(monkeypatch: pytest.Mon
             enc_forward = model.encoder.forward
             # keep the final state, scramble every h_i
             monkeypatch.setattr(
-                model.encoder, "forward", lambda s, n, f=enc_forward: (torch.randn_like(f(s, n)[0]), f(s, n)[1])
+                model.encoder,
+                "forward",
+                lambda s, n, f=enc_forward: (torch.randn_like(f(s, n)[0]), f(s, n)[1]),
             )
             logits2, _ = model(src, tgt_in)
         assert torch.equal(logits1, logits2) == blind
@@ -380,7 +390,9 @@ def test_same_seed_same_weights_other_seed_other_weights() -> None:
     a = make_seq2seq(V_SRC, V_TGT, seed=11)
     b = make_seq2seq(V_SRC, V_TGT, seed=11)
     c = make_seq2seq(V_SRC, V_TGT, seed=12)
-    for (k, x), y, z in zip(a.state_dict().items(), b.state_dict().values(), c.state_dict().values(), strict=True):
+    for (k, x), y, z in zip(
+        a.state_dict().items(), b.state_dict().values(), c.state_dict().values(), strict=True
+    ):
         assert torch.equal(x, y), k
         if x.numel() > 1 and "bias_hh" not in k and k != "decoder.embedding.weight":
             assert not torch.equal(x, z), k

@@ -91,8 +91,15 @@ def test_step_diagram_has_one_panel_per_quantity():
     rng = np.random.default_rng(0)
     alpha = np.array([0.1, 0.2, 0.3, 0.4])
     fig = plots.step_diagram(
-        rng.normal(size=(4, 5)), rng.normal(size=3), rng.normal(size=4), alpha,
-        rng.normal(size=5), rng.normal(size=3), np.full(6, 1 / 6), list("abcd"), list("uvwxyz"),
+        rng.normal(size=(4, 5)),
+        rng.normal(size=3),
+        rng.normal(size=4),
+        alpha,
+        rng.normal(size=5),
+        rng.normal(size=3),
+        np.full(6, 1 / 6),
+        list("abcd"),
+        list("uvwxyz"),
     )
     titles = [ax.get_title() for ax in fig.axes]
     assert any(t.startswith("c_1") for t in titles)

@@ -138,8 +138,12 @@ def test_checkpoint_from_another_recipe_is_refused(tmp_path) -> None:
         pretrained.load(SMALLEST, retrain=False, directory=tmp_path)
 
 
-@pytest.mark.parametrize(("env", "expected"), [("1", True), ("yes", True), ("0", False), ("", False)])
-def test_one_flag_retrains_everything(monkeypatch: pytest.MonkeyPatch, env: str, expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("env", "expected"), [("1", True), ("yes", True), ("0", False), ("", False)]
+)
+def test_one_flag_retrains_everything(
+    monkeypatch: pytest.MonkeyPatch, env: str, expected: bool
+) -> None:
     calls = []
     monkeypatch.setattr(pretrained, "_fit", lambda recipe, progress: calls.append(recipe.name) or
                         pretrained.load(recipe.name, retrain=False))  # fmt: skip

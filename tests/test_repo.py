@@ -14,7 +14,9 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
-    p for d in ("chapters", "exercises") for p in (ROOT / d).rglob("*.ipynb")
+    p
+    for d in ("chapters", "exercises")
+    for p in (ROOT / d).rglob("*.ipynb")
     if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
 )
 
@@ -58,7 +60,8 @@ def test_torch_is_the_cpu_build_and_jupyter_book_the_1x_line():
 
 def test_binder_installs_the_same_pins_and_the_package():
     lines = [
-        ln.strip() for ln in (ROOT / "binder/requirements.txt").read_text().splitlines()
+        ln.strip()
+        for ln in (ROOT / "binder/requirements.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
     assert "-r ../requirements.txt" in lines
@@ -88,14 +91,18 @@ def test_toc_lists_every_chapter_and_nothing_missing():
         files += [c["file"] for c in part["chapters"]]
     for f in files:
         assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
-    chapters = {p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "chapters").glob("*.*")
-                if p.suffix in (".md", ".ipynb")}
+    chapters = {
+        p.relative_to(ROOT).with_suffix("").as_posix()
+        for p in (ROOT / "chapters").glob("*.*")
+        if p.suffix in (".md", ".ipynb")
+    }
     assert chapters <= set(files), f"chapters not in _toc.yml: {chapters - set(files)}"
 
 
 def test_ci_runs_the_readme_test_command():
     commands = [
-        ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()
+        ln.strip()
+        for ln in (ROOT / ".ci/run").read_text().splitlines()
         if ln.strip() and not ln.startswith(("#", "set ", "cd "))
     ]
     assert commands == ["make test"]
@@ -128,13 +135,28 @@ def test_an_installed_attnlib_carries_its_checkpoints_and_the_exercises_public_t
     for name in ("pyproject.toml", "README.md"):
         shutil.copyfile(ROOT / name, src / name)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--quiet", "-w", str(tmp_path)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(src),
+            "--no-deps",
+            "--quiet",
+            "-w",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
     )
     (wheel,) = tmp_path.glob("attnlib-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    data = [p for d in ("checkpoints", "exercise_checks")
-            for p in sorted((ROOT / "attnlib" / d).iterdir()) if p.suffix in (".pt", ".json")]
+    data = [
+        p
+        for d in ("checkpoints", "exercise_checks")
+        for p in sorted((ROOT / "attnlib" / d).iterdir())
+        if p.suffix in (".pt", ".json")
+    ]
     assert len(data) >= 11 + 5
     missing = [p.name for p in data if p.relative_to(ROOT).as_posix() not in names]
     assert not missing, f"the wheel lacks {missing}"

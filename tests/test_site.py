@@ -98,7 +98,9 @@ def server() -> Iterator[str]:
 
 
 def chromium_path() -> str:
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    path = (
+        os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    )
     assert path, (
         "expected Debian's chromium on PATH (or $CHROMIUM), found none: "
         "`apt-get install -y chromium` (make test installs it when missing)"
@@ -133,8 +135,9 @@ class PageVisit:
     def __init__(self, browser: Any, base: str, rel: str) -> None:
         self.base, self.rel = base, rel
         self.problems: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                           service_workers="block")
+        self.context = browser.new_context(
+            viewport={"width": 1280, "height": 900}, service_workers="block"
+        )
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("console", self._console)
@@ -260,7 +263,7 @@ def broken_links(base: str, here: str, hrefs: list[str]) -> list[str]:
         if not href.startswith(base):
             continue  # other sites (GitHub, Binder, Colab, DOIs) are not fetched offline
         parts = urlsplit(href)
-        rel = unquote(parts.path[len(urlsplit(base).path):])
+        rel = unquote(parts.path[len(urlsplit(base).path) :])
         target = SITE / rel
         if rel == "" or rel.endswith("/"):
             target = target / "index.html"
@@ -288,10 +291,12 @@ def test_site_is_built() -> None:
 def test_site_serves_its_own_javascript() -> None:
     """The pinned widget manager, RequireJS and MathJax are in the site (html_extra_path)."""
     vendor = SITE / "_vendor"
-    for f in ("requirejs/require.js",
-              "@jupyter-widgets/html-manager/dist/embed-amd.js",
-              "mathjax/es5/tex-mml-chtml.js",
-              "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff"):
+    for f in (
+        "requirejs/require.js",
+        "@jupyter-widgets/html-manager/dist/embed-amd.js",
+        "mathjax/es5/tex-mml-chtml.js",
+        "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff",
+    ):
         assert (vendor / f).is_file(), f"expected {f} in the built site's _vendor/, found none"
     assert not list((SITE / "_static").rglob("embed-amd.js")), "widget manager copied into _static/"
     # Not loaded from a CDN by any page.
@@ -382,7 +387,9 @@ def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
     these files is tests/test_binder.py)."""
     req = (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines()
     lines = [ln.strip() for ln in req if ln.strip() and not ln.startswith("#")]
-    assert "-r ../requirements.txt" in lines, f"binder/requirements.txt does not use the pins: {lines}"
+    assert "-r ../requirements.txt" in lines, (
+        f"binder/requirements.txt does not use the pins: {lines}"
+    )
     assert any("download.pytorch.org/whl/cpu" in ln for ln in lines), (
         f"binder/requirements.txt has no PyTorch CPU index, so Binder would fetch CUDA torch: {lines}"
     )
@@ -391,7 +398,12 @@ def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
     assert torch_pin, "requirements.txt pins no torch version"
     assert torch_pin.group(1).endswith("+cpu"), f"torch pinned as {torch_pin.group(1)}, not +cpu"
     assert os.access(ROOT / "binder" / "postBuild", os.X_OK), "binder/postBuild must be executable"
-    assert (ROOT / "binder" / "runtime.txt").read_text(encoding="utf-8").strip().startswith("python-3.11")
+    assert (
+        (ROOT / "binder" / "runtime.txt")
+        .read_text(encoding="utf-8")
+        .strip()
+        .startswith("python-3.11")
+    )
 
 
 def test_search_works_offline(browser: Any, server: str) -> None:
@@ -400,8 +412,9 @@ def test_search_works_offline(browser: Any, server: str) -> None:
     try:
         visit.page.goto(server + "search.html?q=glossary", wait_until="load")
         visit.page.wait_for_selector("#search-results li a", timeout=15_000)
-        hits = visit.page.eval_on_selector_all("#search-results li a",
-                                               "els => els.map(a => a.href)")
+        hits = visit.page.eval_on_selector_all(
+            "#search-results li a", "els => els.map(a => a.href)"
+        )
     finally:
         visit.close()
     assert any("chapters/glossary.html" in h for h in hits), f"search for 'glossary' gave {hits}"
@@ -453,8 +466,11 @@ def test_extension_drops_the_duplicate_thebe_script_and_prepares_the_widget_mana
         _JavaScript("_static/../_vendor/requirejs/require.js"),
         _JavaScript(manager),
     ]
-    context = {"script_files": scripts, "pathto": lambda uri, resource=0: f"../{uri}",
-               "body": '<div role="list"><div class="citation" role="doc-biblioentry">x</div>'}
+    context = {
+        "script_files": scripts,
+        "pathto": lambda uri, resource=0: f"../{uri}",
+        "body": '<div role="list"><div class="citation" role="doc-biblioentry">x</div>',
+    }
     ext.fix_script_files(None, "chapters/x", "page.html", context, None)
     bodies = [js.attributes.get("body", "") for js in scripts]
     assert bodies.count(thebe) == 1, f"expected the thebe script once, got {bodies.count(thebe)}"
@@ -470,8 +486,10 @@ def test_extension_drops_the_duplicate_thebe_script_and_prepares_the_widget_mana
 
 def test_extension_names_the_sidebar_toggles() -> None:
     ext = _offline_site()
-    nav = ('<li><a class="reference internal" href="x.html">Exercises</a><details>'
-           '<summary><span class="toctree-toggle" role="presentation"></span></summary>')
+    nav = (
+        '<li><a class="reference internal" href="x.html">Exercises</a><details>'
+        '<summary><span class="toctree-toggle" role="presentation"></span></summary>'
+    )
     named = ext._name_toggles(nav)
     assert '<summary aria-label="Show or hide the pages under Exercises">' in named, named
     bare = '<details><summary><span class="toctree-toggle" role="presentation">'

@@ -118,7 +118,9 @@ def test_text_round_trip(name: str, small_tasks: dict[str, tasks.Task]) -> None:
         assert task.tokenize(task.src_text(src)) == src
 
 
-@pytest.mark.parametrize(("name", "lo", "hi"), [("copy", 5, 15), ("reverse", 3, 30), ("majority", 5, 9)])
+@pytest.mark.parametrize(
+    ("name", "lo", "hi"), [("copy", 5, 15), ("reverse", 3, 30), ("majority", 5, 9)]
+)
 def test_lengths_follow_min_len_and_max_len(name: str, lo: int, hi: int) -> None:
     task = make_task(name, n_train=400, n_valid=0, n_test=0, min_len=lo, max_len=hi)
     lens = Counter(len(s) for s, _ in task.train)
@@ -211,8 +213,10 @@ def test_unknown_task_name() -> None:
         ({"name": "svo_sov", "min_len": 14, "max_len": 20}, "5–13 words"),
         ({"name": "copy", "n_train": 0}, "n_train"),
         ({"name": "copy", "n_test": -1}, "n_test"),
-        ({"name": "copy", "min_len": 1, "max_len": 1, "n_train": 30, "n_valid": 0, "n_test": 0},
-         "distinct copy pairs"),
+        (
+            {"name": "copy", "min_len": 1, "max_len": 1, "n_train": 30, "n_valid": 0, "n_test": 0},
+            "distinct copy pairs",
+        ),
     ],
 )
 def test_bad_task_arguments(kwargs: dict, message: str) -> None:

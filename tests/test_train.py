@@ -135,7 +135,9 @@ def test_training_restores_the_thread_count(task) -> None:
 def test_train_checks_its_arguments(task) -> None:
     other = make_task("dates", n_train=10, n_valid=2, n_test=2)
     model = make_seq2seq(other.src_vocab, other.tgt_vocab, **TINY)
-    with pytest.raises(ValueError, match=r"built for vocabularies of \d+ → \d+ ids but task 'reverse'"):
+    with pytest.raises(
+        ValueError, match=r"built for vocabularies of \d+ → \d+ ids but task 'reverse'"
+    ):
         train(model, task, steps=1, progress=False)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **TINY)
     with pytest.raises(ValueError, match="steps must be"):
