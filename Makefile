@@ -47,6 +47,12 @@ GRADEBOOK ?= gradebook.csv
 exercises: $(STAMP)
 	$(BIN)/python -m attnlib.grading build
 
+# The chapters' first code cell, the Colab install cell, written from its template (attnlib/colab.py).
+# Phony: chapters/ is also a folder, which would otherwise count as up to date.
+.PHONY: chapters
+chapters: $(STAMP)
+	$(BIN)/python -m attnlib.colab
+
 grade: exercises
 	$(BIN)/python -m attnlib.grading grade $(SUBMISSIONS) -o $(GRADEBOOK)
 

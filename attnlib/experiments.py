@@ -33,7 +33,6 @@ __all__ = [
     "SelectionRun",
     "all_scores",
     "decoder_trace",
-    "diagonal_mass",
     "exact_gap",
     "fit_growth",
     "fit_pointer_scores",
@@ -447,15 +446,15 @@ def fit_pointer_scores(
     """
     import torch
 
+    from attnlib.runtime import torch_threads
+
     if kind not in ("tanh", "linear"):
         raise ValueError(f"kind must be 'tanh' or 'linear', got {kind!r}")
     rng = np.random.default_rng(seed)
     E_h = rng.normal(size=(vocab, d))
     E_s = rng.normal(size=(vocab, d))
     test_rng = np.random.default_rng(seed + 10_000)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         gen = torch.Generator().manual_seed(seed)
         W_a = torch.nn.Parameter(torch.randn(d_a, d, generator=gen, dtype=torch.float64) / d**0.5)
         U_a = torch.nn.Parameter(torch.randn(d_a, d, generator=gen, dtype=torch.float64) / d**0.5)
@@ -488,8 +487,6 @@ def fit_pointer_scores(
         with torch.no_grad():
             h, s, where = _pointer_batch(test_rng, E_h, E_s, n_test, T_x)
             test_acc = float((scores(h, s).argmax(dim=1).numpy() == where).mean())
-    finally:
-        torch.set_num_threads(threads)
     return PointerFit(correct / max(seen, 1), test_acc, np.array(losses))
 
 
@@ -643,40 +640,3 @@ def decoder_trace(T_y: int, *, T_x: int = 4, d: int = 3, seed: int = 0) -> list[
         log.append(f"t={t}  s_{t} = f(s_{t - 1}, y_{t - 1}, c_{t})")
         log.append(f"t={t}  ỹ_{t} = g(s_{t}, c_{t}, y_{t - 1})")
     return log
-
-
-def diagonal_mass(alpha: ArrayLike, *, width: int = 1, anti: bool = False) -> float:
-    """Share of the attention weight that lies near the diagonal of a heatmap.
-
-    Looks at the first T steps, where T = min(T_y, T_x - 1) (the last source
-    position is ``<eos>``): step t (1-based) counts the weight on positions i
-    with |i - t| ≤ ``width``, or |i - (T + 1 - t)| ≤ ``width`` if ``anti``.
-
-    Parameters
-    ----------
-    alpha : (T_y, T_x)
-        One heatmap, rows summing to 1.
-    width : int
-        How far from the (anti-)diagonal still counts (0: the diagonal only).
-    anti : bool
-        Measure the anti-diagonal (a reversal) instead of the diagonal (a copy).
-
-    Returns
-    -------
-    share : float
-        Mean over the T steps of the weight within the band, in [0, 1].
-
-    See Also
-    --------
-    The chapters "Spot the error" (chapters/11_spot_the_error), error 5, and
-    "Edge cases" (chapters/13_edge_cases), case 6.
-    """
-    a = np.asarray(alpha, dtype=float)
-    if a.ndim != 2 or a.shape[1] < 2 or a.shape[0] < 1:
-        raise ValueError(f"alpha must have shape (T_y, T_x) with T_x ≥ 2, got {a.shape}")
-    T = min(a.shape[0], a.shape[1] - 1)
-    t = np.arange(T)
-    centre = (T - 1 - t) if anti else t
-    i = np.arange(a.shape[1])
-    band = np.abs(i[None, :] - centre[:, None]) <= width
-    return float(np.mean(np.sum(a[:T] * band, axis=1)))

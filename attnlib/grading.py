@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from attnlib.colab import install_cell, repository
+
 __all__ = [
     "CHECKS_DIR",
     "assert_close",
@@ -631,26 +633,6 @@ def _repo_root() -> Path:
 CHECKS_DIR = Path(__file__).resolve().parent / "exercise_checks"
 """Where ``make exercises`` puts each exercise's public tests (package data, committed)."""
 
-_INIT_CELL = """\
-# Set up the checks. Where the course package or otter-grader is missing (on Colab, say),
-# this installs them first; it takes about a minute the first time.
-try:
-    import attnlib.grading
-    import otter
-except ModuleNotFoundError:
-    %pip install --quiet "attnlib[grade] @ git+{url}@{branch}"
-from attnlib.grading import student_notebook
-
-grader = student_notebook("{name}.ipynb")"""
-
-
-def _repository() -> tuple[str, str]:
-    """The course repository's URL and branch, as ``_config.yml`` names them."""
-    import yaml
-
-    config = yaml.safe_load((_repo_root() / "_config.yml").read_text())
-    return config["repository"]["url"], config["repository"].get("branch", "main")
-
 
 def public_checks(name: str) -> dict[str, str]:
     """The public tests of exercise ``name``, as shipped inside attnlib.
@@ -768,7 +750,7 @@ def _set_init_cell(nb: Any, name: str, url: str, branch: str) -> None:
     first = nb.cells[0]
     if not first.source.startswith("# Initialize Otter"):
         raise RuntimeError(f"{name}: otter assign no longer starts with its init cell")
-    first.source = _INIT_CELL.format(url=url, branch=branch, name=name)
+    first.source = install_cell(name, url=url, branch=branch)
 
 
 def build(
@@ -816,7 +798,7 @@ def build(
     students = Path(students or root / "exercises")
     out = Path(out or root / "exercises" / "_build")
     checks = Path(checks or CHECKS_DIR)
-    url, branch = _repository()
+    url, branch = repository()
     written = []
     students.mkdir(parents=True, exist_ok=True)
     for src in sorted(sources.glob("*.ipynb")):

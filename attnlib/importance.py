@@ -13,7 +13,9 @@ what it looked at is a different question, and this module asks it three ways:
 * **Interventions on α** (:func:`attention_intervention`,
   :func:`intervention_effect`): decode with every α_t replaced by the uniform
   distribution over the real positions, or by a random permutation of itself
-  (after Jain & Wallace, 2019), and measure how much the output changes.
+  (after Jain & Wallace, 2019), and measure how much the output changes. An
+  intervention is a :class:`attnlib.models.ScoreEdit` passed as ``edit=``;
+  the model itself is never changed.
 
 All measures are computed on the model's *own* output (teacher-forced on what it
 produced greedily), so they explain the decision the model made, right or wrong.
@@ -45,19 +47,19 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 from torch import Tensor
 
-from attnlib.models import Seq2Seq
-from attnlib.tasks import BOS_ID, EOS_ID, PAD_ID, Task
-from attnlib.train import encode_pairs, evaluate, torch_threads, translate
+from attnlib.models import ScoreEdit, Seq2Seq
+from attnlib.runtime import eval_mode, torch_threads
+from attnlib.tasks import Task
+from attnlib.train import encode_pairs, evaluate, translate
+from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
     "MEASURES",
     "Agreement",
     "Explanation",
     "Intervention",
-    "Moves",
     "agreement",
     "agreement_table",
-    "argmax_moves",
     "attention_intervention",
     "explain",
     "grad_times_input",
@@ -168,13 +170,13 @@ def leave_one_out(
     T_x = x.shape[1]
     keep = torch.ones(T_x + 1, T_x, 1)  # row 0: the original; row 1 + i: position i blanked
     keep[torch.arange(1, T_x + 1), torch.arange(T_x)] = 0.0
-    was_training = model.training
-    model.eval()
-    try:
-        with torch_threads(1), torch.no_grad(), _embedding_hook(model, lambda out: out * keep):
-            logp = target_log_probs(model, x.expand(T_x + 1, -1), y.expand(T_x + 1, -1))
-    finally:
-        model.train(was_training)
+    with (
+        eval_mode(model),
+        torch_threads(1),
+        torch.no_grad(),
+        _embedding_hook(model, lambda out: out * keep),
+    ):
+        logp = target_log_probs(model, x.expand(T_x + 1, -1), y.expand(T_x + 1, -1))
     return (logp[0:1] - logp[1:]).T.double().numpy()  # (T_y, T_x)
 
 
@@ -210,14 +212,9 @@ def grad_times_input(
         store["x"] = out.detach().requires_grad_(True)  # (T_y, T_x, emb)
         return store["x"]
 
-    was_training = model.training
-    model.eval()
-    try:
-        with torch_threads(1), torch.enable_grad(), _embedding_hook(model, leaf):
-            logp = target_log_probs(model, x.expand(T_y, -1), y.expand(T_y, -1))  # (T_y, T_y)
-            (grad,) = torch.autograd.grad(logp.diagonal().sum(), store["x"])
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch_threads(1), torch.enable_grad(), _embedding_hook(model, leaf):
+        logp = target_log_probs(model, x.expand(T_y, -1), y.expand(T_y, -1))  # (T_y, T_y)
+        (grad,) = torch.autograd.grad(logp.diagonal().sum(), store["x"])
     return (grad * store["x"].detach()).sum(-1).abs().double().numpy()  # (T_y, T_x)
 
 
@@ -462,121 +459,64 @@ def most_disagreeing(
     return where
 
 
-class Moves(NamedTuple):
-    """How the most-attended position moves from one decoder step to the next.
-
-    Attributes
-    ----------
-    forward : float
-        Fraction of consecutive step pairs whose argmax_i α_ti moves right.
-    backward : float
-        Fraction that moves left.
-    stay : float
-        Fraction that stays on the same position.
-    n : int
-        Number of consecutive step pairs counted.
-    """
-
-    forward: float
-    backward: float
-    stay: float
-    n: int
-
-
-def argmax_moves(alphas: Sequence[ArrayLike]) -> Moves:
-    """Summarise the shape of heatmaps by the moves of their most-attended position.
-
-    A clean diagonal moves forward at every step, an anti-diagonal backward;
-    reordering shows a mix.
-
-    Parameters
-    ----------
-    alphas : sequence of (T_y, T_x) arrays
-        One heatmap per example (T_y ≥ 2 to contribute).
-
-    Returns
-    -------
-    Moves
-        Pooled over all examples.
-
-    See Also
-    --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
-    """
-    fwd = back = stay = 0
-    for a in alphas:
-        m = np.asarray(a, dtype=float)
-        if m.ndim != 2:
-            raise ValueError(f"each heatmap must have shape (T_y, T_x), got shape {m.shape}")
-        step = np.diff(m.argmax(axis=1))
-        fwd += int((step > 0).sum())
-        back += int((step < 0).sum())
-        stay += int((step == 0).sum())
-    n = fwd + back + stay
-    if n == 0:
-        raise ValueError("argmax_moves needs at least one heatmap with T_y ≥ 2 steps")
-    return Moves(fwd / n, back / n, stay / n, n)
-
-
 # --------------------------------------------------------------------------- interventions
-@contextlib.contextmanager
-def attention_intervention(model: Seq2Seq, mode: Mode, *, seed: int = 0) -> Iterator[None]:
-    """While active, every decoder step uses altered weights α_t; c_t follows from them.
+class AttentionIntervention:
+    """The :class:`~attnlib.models.ScoreEdit` made by :func:`attention_intervention`.
+
+    Holds its own random generator, so one object gives one reproducible
+    sequence of permutations; make a new one (same seed) to repeat it.
+    """
+
+    def __init__(self, mode: Mode, seed: int = 0) -> None:
+        if mode not in ("uniform", "permute"):
+            raise ValueError(f"mode must be 'uniform' or 'permute', got {mode!r}")
+        self.mode, self.seed = mode, seed
+        self._gen = torch.Generator().manual_seed(seed)
+
+    def __repr__(self) -> str:
+        return f"attention_intervention({self.mode!r}, seed={self.seed})"
+
+    def __call__(self, e: Tensor, *, query: Tensor, mask: Tensor) -> Tensor:
+        """New scores (B, T_x): all equal (uniform α), or e permuted within each row's real part."""
+        if self.mode == "uniform":
+            return torch.zeros_like(e)
+        out = e.clone()
+        for b, L in enumerate(mask.sum(dim=1).tolist()):
+            out[b, :L] = e[b, torch.randperm(L, generator=self._gen)]
+        return out
+
+
+def attention_intervention(mode: Mode, *, seed: int = 0) -> ScoreEdit:
+    """An edit that gives every decoder step altered weights α_t; c_t follows from them.
 
     ``"uniform"``: α_ti = 1/T_x on every real position (all scores made equal).
     ``"permute"``: the weights of each step are shuffled among the real
     positions by a random permutation (a new one per step and example, drawn
     from ``seed``), so the same multiset of weights lands on other h_i.
-    Padding keeps weight 0. The change is made on the scores e_ti, so it
-    reaches training, teacher forcing and greedy decoding alike; everything
+    Padding keeps weight 0. The change is made on the scores e_ti and passed
+    as ``edit=`` to teacher forcing (``model(src, tgt_in, edit=...)``), greedy
+    decoding (``model.greedy``) or :func:`attnlib.train.evaluate`; everything
     else in the model is untouched.
 
     Parameters
     ----------
-    model : Seq2Seq
-        A model with attention.
     mode : {"uniform", "permute"}
     seed : int
         Seeds the permutations.
 
+    Returns
+    -------
+    ScoreEdit
+
     Examples
     --------
-    >>> with attention_intervention(model, "uniform"):
-    ...     metrics = evaluate(model, task, "test")
+    >>> metrics = evaluate(model, task, "test", edit=attention_intervention("uniform"))
 
     See Also
     --------
     The chapter "Looked at is not caused by" (chapters/09_interpretability).
     """
-    if mode not in ("uniform", "permute"):
-        raise ValueError(f"mode must be 'uniform' or 'permute', got {mode!r}")
-    attn = model.attention
-    if attn is None:
-        raise ValueError("this model has no attention to intervene on (decoder='none')")
-    dec = model.decoder
-    orig_memory, orig_scores = dec.memory, attn.scores
-    gen = torch.Generator().manual_seed(seed)
-    state: dict[str, Tensor] = {}
-
-    def memory(h: Tensor, final: Tensor, mask: Tensor):  # type: ignore[no-untyped-def]
-        state["lengths"] = mask.sum(dim=1)
-        return orig_memory(h, final, mask)
-
-    def scores(query: Tensor, keys: Tensor) -> Tensor:
-        e = orig_scores(query, keys)  # (B, T_x)
-        if mode == "uniform":
-            return torch.zeros_like(e)
-        out = e.clone()
-        for b, L in enumerate(state["lengths"].tolist()):
-            out[b, :L] = e[b, torch.randperm(L, generator=gen)]
-        return out
-
-    dec.memory = memory  # type: ignore[method-assign]
-    attn.scores = scores  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        del dec.memory, attn.scores
+    return AttentionIntervention(mode, seed)
 
 
 class Intervention(NamedTuple):
@@ -644,26 +584,22 @@ def intervention_effect(
             raise ValueError(f"n must be a whole number ≥ 1, got {n!r}")
         pairs = pairs[:n]
         task = dataclasses.replace(task, **{split: pairs})
+    if model.attention is None:
+        raise ValueError("this model has no attention to intervene on (decoder='none')")
     before = evaluate(model, task, split).exact_match
-    with attention_intervention(model, mode, seed=seed):
-        after = evaluate(model, task, split).exact_match
+    after = evaluate(model, task, split, edit=attention_intervention(mode, seed=seed))
     data = encode_pairs(task, pairs)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch_threads(1), torch.no_grad():
-            p = torch.softmax(model(data.src, data.tgt_in)[0], dim=-1)
-            with attention_intervention(model, mode, seed=seed):
-                q = torch.softmax(model(data.src, data.tgt_in)[0], dim=-1)
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch_threads(1), torch.no_grad():
+        p = torch.softmax(model(data.src, data.tgt_in)[0], dim=-1)
+        edit = attention_intervention(mode, seed=seed)
+        q = torch.softmax(model(data.src, data.tgt_in, edit=edit)[0], dim=-1)
     real = data.tgt_out != PAD_ID  # (N, T_y)
     tvd = 0.5 * (p - q).abs().sum(-1)[real]
     flipped = (p.argmax(-1) != q.argmax(-1))[real].float()
     return Intervention(
         mode=mode,
         exact_before=float(before),
-        exact_after=float(after),
+        exact_after=float(after.exact_match),
         tvd=float(tvd.mean()),
         flipped=float(flipped.mean()),
         n=len(data),

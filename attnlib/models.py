@@ -21,7 +21,13 @@ The parts, in the course's notation:
 
 Shapes use B for the batch, T_x source positions (``<eos>`` included), T_y
 target positions. Token ids 0, 1, 2 are ``<pad>``, ``<bos>``, ``<eos>`` (see
-:mod:`attnlib.tasks`). Masks are boolean with True = a real token.
+:mod:`attnlib.vocab`). Masks are boolean with True = a real token.
+
+To change what attention sees (an intervention, a probe), pass a
+:class:`ScoreEdit` as ``edit=`` to :meth:`Seq2Seq.forward`,
+:meth:`Seq2Seq.greedy` or :meth:`Decoder.memory`: it is carried with the
+source through every decoder step and rewrites the scores e_t before the
+mask and the softmax. Nothing in a model is ever replaced at run time.
 
 Examples
 --------
@@ -38,13 +44,15 @@ The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
 
 from __future__ import annotations
 
-from collections.abc import Sized
-from typing import Any, Literal
+import dataclasses
+from collections.abc import Mapping, Sized
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor, nn
 
-from attnlib.tasks import BOS_ID, EOS_ID, PAD_ID
+from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
     "AdditiveAttention",
@@ -53,8 +61,10 @@ __all__ = [
     "Decoder",
     "EmbeddingEncoder",
     "LuongDecoder",
+    "ModelConfig",
     "MultiplicativeAttention",
     "NoAttentionDecoder",
+    "ScoreEdit",
     "Seq2Seq",
     "SourceMemory",
     "make_attention",
@@ -453,6 +463,33 @@ class EmbeddingEncoder(nn.Module):
 
 
 # --------------------------------------------------------------------------- decoders
+class ScoreEdit(Protocol):
+    """A change to the raw scores e_t of every decoder step: the seam for interventions.
+
+    Called once per step, after the score function and before the mask and
+    the softmax, so α_t and c_t follow from what it returns::
+
+        e = edit(e, query=s, mask=mask)     # e, returned: (B, T_x)
+
+    Parameters
+    ----------
+    e : (B, T_x)
+        The scores e_ti the model computed.
+    query : (B, d_s)
+        The decoder state that asked (s_{t-1} for Bahdanau, s_t for Luong).
+    mask : (B, T_x) bool
+        True on real tokens; whatever a pad's score becomes, its weight stays 0.
+
+    See Also
+    --------
+    attnlib.importance.attention_intervention : the uniform and permuted α of
+        the chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+
+    def __call__(self, e: Tensor, *, query: Tensor, mask: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True)
 class SourceMemory:
     """What every decoder step needs from the source, computed once per batch.
 
@@ -461,15 +498,22 @@ class SourceMemory:
     h : (B, T_x, d_h)
         Encoder states (for :class:`NoAttentionDecoder`: the fixed vector c, (B, d_h)).
     keys : (B, T_x, d_a) or None
-        U_a h (or W_a h for Luong), precomputed; None to recompute at every step.
+        U_a h (or W_a h for Luong), precomputed; None recomputes them at every
+        step (what a decoder without the precomputation would do; the
+        benchmark compares the two with ``dataclasses.replace(mem, keys=None)``).
     bias : (B, T_x) or None
         0 on real tokens and -inf on pads, added to the scores e_ti.
+    mask : (B, T_x) bool or None
+        True on real tokens.
+    edit : ScoreEdit or None
+        Applied to the scores of every step (see :class:`ScoreEdit`).
     """
 
-    __slots__ = ("bias", "h", "keys")
-
-    def __init__(self, h: Tensor, keys: Tensor | None, bias: Tensor | None) -> None:
-        self.h, self.keys, self.bias = h, keys, bias
+    h: Tensor
+    keys: Tensor | None
+    bias: Tensor | None
+    mask: Tensor | None = None
+    edit: ScoreEdit | None = None
 
 
 class Decoder(nn.Module):
@@ -493,21 +537,36 @@ class Decoder(nn.Module):
         self.embedding = nn.Embedding(vocab_size, emb, padding_idx=PAD_ID)
         self.W_s = nn.Linear(d_final, d_s)  # s_0 = tanh(W_s final + b_s)
         self.cell = nn.GRUCell(rnn_input, d_s)
-        self.reuse_keys = True  # False recomputes U_a h at every step (for the benchmark)
 
     def init_state(self, final: Tensor) -> Tensor:
         """s_0 = tanh(W_s final + b_s): (B, d_s)."""
         return torch.tanh(self.W_s(final))
 
-    def memory(self, h: Tensor, final: Tensor, mask: Tensor) -> SourceMemory:
-        """Everything fixed for the whole output sequence: h, the keys U_a h (once), the mask."""
-        keys = self.attention.precompute(h) if self.has_attention and self.reuse_keys else None
-        return SourceMemory(h, keys, _mask_bias(mask, h))
+    def memory(
+        self, h: Tensor, final: Tensor, mask: Tensor, *, edit: ScoreEdit | None = None
+    ) -> SourceMemory:
+        """Everything fixed for the whole output sequence: h, the keys U_a h (once), the mask.
+
+        Parameters
+        ----------
+        h : (B, T_x, d_h)
+        final : (B, d_final)
+        mask : (B, T_x) bool
+        edit : ScoreEdit, optional
+            Rewrites the scores of every step (an intervention on α).
+        """
+        keys = self.attention.precompute(h)
+        return SourceMemory(h, keys, _mask_bias(mask, h), mask, edit)
 
     def _attend(self, query: Tensor, mem: SourceMemory) -> tuple[Tensor, Tensor]:
         attn = self.attention
         keys = mem.keys if mem.keys is not None else attn.precompute(mem.h)
-        return _softmax_context(attn.scores(query, keys), mem.h, mem.bias)
+        e = attn.scores(query, keys)  # (B, T_x)
+        if mem.edit is not None:
+            if mem.mask is None:
+                raise ValueError("a score edit needs the source mask in SourceMemory")
+            e = mem.edit(e, query=query, mask=mem.mask)
+        return _softmax_context(e, mem.h, mem.bias)
 
     def step(
         self, y_prev: Tensor, s_prev: Tensor, mem: SourceMemory
@@ -543,14 +602,52 @@ class Decoder(nn.Module):
         return self.W_y(torch.tanh(self.W_o(torch.cat([*parts, y_emb], dim=-1))))
 
 
-def _check_context_in(context_in: str) -> None:
-    _need(
-        context_in in ("both", "state", "output"),
-        f"context_in must be 'both', 'state' or 'output', got {context_in!r}",
-    )
+class _ContextDecoder(Decoder):
+    """A decoder whose context vector enters the state update, the output, or both.
+
+    ``context_in`` says where (Bahdanau: "both"); ``d_c`` is the context's
+    size. The state update and the output layer are wired here once for
+    :class:`BahdanauDecoder` (c = c_t) and :class:`NoAttentionDecoder`
+    (c = the fixed vector)::
+
+        s_t = GRU([E y_{t-1}; c], s_{t-1})          # c left out for "output"
+        ỹ_t = W_y tanh(W_o [s_t; c; E y_{t-1}] + b_o)  # c left out for "state"
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        emb: int,
+        d_s: int,
+        d_h: int,
+        d_final: int,
+        d_c: int,
+        context_in: ContextIn,
+    ) -> None:
+        _need(
+            context_in in ("both", "state", "output"),
+            f"context_in must be 'both', 'state' or 'output', got {context_in!r}",
+        )
+        c_state = context_in in ("both", "state")
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_c if c_state else 0))
+        self.context_in, self.d_c = context_in, d_c
+
+    def _output_layers(self) -> None:
+        """W_o and W_y; a subclass calls this after its own layers (the seeds draw in order)."""
+        c_out = self.context_in in ("both", "output")
+        self.W_o = nn.Linear(self.d_s + (self.d_c if c_out else 0) + self.emb, self.d_s)
+        self.W_y = nn.Linear(self.d_s, self.vocab_size)
+
+    def _advance(
+        self, y_emb: Tensor, c: Tensor, s_prev: Tensor
+    ) -> tuple[tuple[Tensor, ...], Tensor]:
+        """s_t = f(s_{t-1}, y_{t-1}, c) and what the output layer g(s_t, c, y_{t-1}) needs."""
+        x = y_emb if self.context_in == "output" else torch.cat([y_emb, c], dim=-1)
+        s = self.cell(x, s_prev)
+        return ((s,) if self.context_in == "state" else (s, c)), s
 
 
-class BahdanauDecoder(Decoder):
+class BahdanauDecoder(_ContextDecoder):
     """Bahdanau's decoder: attention queried with the previous state s_{t-1}.
 
     At step t::
@@ -595,22 +692,15 @@ class BahdanauDecoder(Decoder):
         context_in: ContextIn = "both",
         score: Score = "additive",
     ) -> None:
-        _check_context_in(context_in)
-        c_state = context_in in ("both", "state")
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_h if c_state else 0))
-        self.context_in = context_in
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_h, context_in)
         self.attention = make_attention(score, d_s, d_h, d_a)
-        c_out = context_in in ("both", "output")
-        self.W_o = nn.Linear(d_s + (d_h if c_out else 0) + emb, d_s)
-        self.W_y = nn.Linear(d_s, vocab_size)
+        self._output_layers()
 
     def _step(
         self, y_emb: Tensor, s_prev: Tensor, mem: SourceMemory
-    ) -> tuple[Tensor, Tensor, Tensor | None]:
+    ) -> tuple[tuple[Tensor, ...], Tensor, Tensor | None]:
         c, alpha = self._attend(s_prev, mem)  # scores use s_{t-1}
-        x = y_emb if self.context_in == "output" else torch.cat([y_emb, c], dim=-1)
-        s = self.cell(x, s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
-        parts = (s,) if self.context_in == "state" else (s, c)  # g(s_t, c_t, y_{t-1})
+        parts, s = self._advance(y_emb, c, s_prev)  # s_t = f(s_{t-1}, y_{t-1}, c_t)
         return parts, s, alpha
 
 
@@ -668,7 +758,7 @@ class LuongDecoder(Decoder):
 
     def _step(
         self, y_emb: Tensor, s_prev: Tensor, mem: SourceMemory
-    ) -> tuple[Tensor, Tensor, Tensor | None]:
+    ) -> tuple[tuple[Tensor, ...], Tensor, Tensor | None]:
         if self.input_feeding:
             s_prev, h_tilde_prev = s_prev[:, : self.d_s], s_prev[:, self.d_s :]
             s = self.cell(torch.cat([y_emb, h_tilde_prev], dim=-1), s_prev)
@@ -684,7 +774,7 @@ class LuongDecoder(Decoder):
         return self.W_y(parts[0])
 
 
-class NoAttentionDecoder(Decoder):
+class NoAttentionDecoder(_ContextDecoder):
     """The vanilla RNN encoder–decoder (Cho et al. 2014): no attention.
 
     Its only view of the source is one fixed vector c = h_final (the final
@@ -708,24 +798,20 @@ class NoAttentionDecoder(Decoder):
         d_final: int,
         context_in: ContextIn = "both",
     ) -> None:
-        _check_context_in(context_in)
-        c_state = context_in in ("both", "state")
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_final if c_state else 0))
-        self.context_in = context_in
-        c_out = context_in in ("both", "output")
-        self.W_o = nn.Linear(d_s + (d_final if c_out else 0) + emb, d_s)
-        self.W_y = nn.Linear(d_s, vocab_size)
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_final, context_in)
+        self._output_layers()
 
-    def memory(self, h: Tensor, final: Tensor, mask: Tensor) -> SourceMemory:
-        return SourceMemory(final, None, None)  # the fixed vector c; h is never looked at
+    def memory(
+        self, h: Tensor, final: Tensor, mask: Tensor, *, edit: ScoreEdit | None = None
+    ) -> SourceMemory:
+        """The fixed vector c = final; h is never looked at, so there are no scores to edit."""
+        _need(edit is None, "this model has no attention to intervene on (decoder='none')")
+        return SourceMemory(final, None, None)
 
     def _step(
         self, y_emb: Tensor, s_prev: Tensor, mem: SourceMemory
-    ) -> tuple[Tensor, Tensor, Tensor | None]:
-        c = mem.h  # the same c at every step
-        x = y_emb if self.context_in == "output" else torch.cat([y_emb, c], dim=-1)
-        s = self.cell(x, s_prev)
-        parts = (s,) if self.context_in == "state" else (s, c)
+    ) -> tuple[tuple[Tensor, ...], Tensor, Tensor | None]:
+        parts, s = self._advance(y_emb, mem.h, s_prev)  # the same c at every step
         return parts, s, None
 
 
@@ -739,7 +825,7 @@ class Seq2Seq(nn.Module):
     decoder : BahdanauDecoder, LuongDecoder or NoAttentionDecoder
     src_vocab_size, tgt_vocab_size : int
         For the id checks.
-    config : dict, optional
+    config : ModelConfig, optional
         The :func:`make_seq2seq` keywords, kept so that a checkpoint can
         rebuild the model (:meth:`from_config`).
 
@@ -760,7 +846,7 @@ class Seq2Seq(nn.Module):
         decoder: Decoder,
         src_vocab_size: int,
         tgt_vocab_size: int,
-        config: dict[str, Any] | None = None,
+        config: ModelConfig | None = None,
     ) -> None:
         super().__init__()
         _need(
@@ -770,7 +856,7 @@ class Seq2Seq(nn.Module):
         )
         self.encoder, self.decoder = encoder, decoder
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
-        self.config: dict[str, Any] = dict(config or {})
+        self.config = config
 
     @property
     def has_attention(self) -> bool:
@@ -783,8 +869,10 @@ class Seq2Seq(nn.Module):
         return getattr(self.decoder, "attention", None)
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Seq2Seq:
-        """Rebuild an (untrained) model from :attr:`config`; load a state dict next."""
+    def from_config(cls, config: ModelConfig | Mapping[str, Any]) -> Seq2Seq:
+        """Rebuild an untrained model from :attr:`config` (or its dict); load its weights next."""
+        if isinstance(config, ModelConfig):
+            config = config.as_dict()
         return make_seq2seq(**config)
 
     # -- checks
@@ -840,7 +928,9 @@ class Seq2Seq(nn.Module):
         h, final = self.encoder(src.long(), mask.sum(dim=1))
         return h, final, mask
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, *, edit: ScoreEdit | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing.
 
         Parameters
@@ -848,6 +938,8 @@ class Seq2Seq(nn.Module):
         src : (B, T_x) long
         tgt_in : (B, T_y) long
             ``<bos>`` y_1 … y_{T_y-1}: the previous target token at every step.
+        edit : ScoreEdit, optional
+            Rewrites the scores of every decoder step (see :class:`ScoreEdit`).
 
         Returns
         -------
@@ -860,11 +952,13 @@ class Seq2Seq(nn.Module):
             f"src has {src.shape[0]} sequences but tgt_in has {tgt_in.shape[0]}",
         )
         h, final, mask = self.encode(src)
-        mem = self.decoder.memory(h, final, mask)
+        mem = self.decoder.memory(h, final, mask, edit=edit)
         return self.decoder(tgt_in.long(), self.decoder.init_state(final), mem)
 
     @torch.no_grad()
-    def greedy(self, src: Tensor, max_len: int | None = None) -> tuple[Tensor, Tensor | None]:
+    def greedy(
+        self, src: Tensor, max_len: int | None = None, *, edit: ScoreEdit | None = None
+    ) -> tuple[Tensor, Tensor | None]:
         """Greedy decoding: at every step the most probable token is fed back.
 
         Parameters
@@ -873,6 +967,8 @@ class Seq2Seq(nn.Module):
         max_len : int, optional
             Most output tokens per sequence (``<eos>`` included); default
             2 T_x + 2. Decoding stops early once every row has produced ``<eos>``.
+        edit : ScoreEdit, optional
+            Rewrites the scores of every decoder step (see :class:`ScoreEdit`).
 
         Returns
         -------
@@ -887,7 +983,7 @@ class Seq2Seq(nn.Module):
         if max_len is None:
             max_len = 2 * T_x + 2
         _need(isinstance(max_len, int) and max_len >= 1, f"max_len must be ≥ 1, got {max_len!r}")
-        mem = self.decoder.memory(h, final, mask)
+        mem = self.decoder.memory(h, final, mask, edit=edit)
         s = self.decoder.init_state(final)
         y = torch.full((B,), BOS_ID, dtype=torch.long)
         done = torch.zeros(B, dtype=torch.bool)
@@ -905,6 +1001,33 @@ class Seq2Seq(nn.Module):
                 break
         out = torch.stack(tokens, dim=1)
         return out, (torch.stack(alphas, dim=1) if alphas else None)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The keywords :func:`make_seq2seq` built a model from, with the defaults filled in.
+
+    ``make_seq2seq(**config.as_dict())`` (or :meth:`Seq2Seq.from_config`)
+    builds the same untrained model again. The fields are those of
+    :func:`make_seq2seq`, with the vocabularies as sizes.
+    """
+
+    src_vocab: int
+    tgt_vocab: int
+    decoder: Literal["bahdanau", "luong", "none"]
+    encoder: Literal["birnn", "embedding"]
+    emb: int
+    hidden: int
+    d_s: int
+    d_a: int
+    score: Score
+    context_in: ContextIn
+    input_feeding: bool
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as plain keywords (for a checkpoint or a JSON file)."""
+        return dataclasses.asdict(self)
 
 
 def _size(v: int | Sized, name: str) -> int:
@@ -984,11 +1107,11 @@ def make_seq2seq(
         )
     if score is None:
         score = "general" if decoder == "luong" else "additive"
-    config = {
-        "src_vocab": n_src, "tgt_vocab": n_tgt, "decoder": decoder, "encoder": encoder,
-        "emb": emb, "hidden": hidden, "d_s": d_s, "d_a": d_a, "score": score,
-        "context_in": context_in, "input_feeding": input_feeding, "seed": seed,
-    }  # fmt: skip
+    config = ModelConfig(
+        src_vocab=n_src, tgt_vocab=n_tgt, decoder=decoder, encoder=encoder, emb=emb,
+        hidden=hidden, d_s=d_s, d_a=d_a, score=score, context_in=context_in,
+        input_feeding=input_feeding, seed=seed,
+    )  # fmt: skip
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         enc: nn.Module

@@ -6,7 +6,9 @@ training budget (:func:`attnlib.train.train` arguments), all with fixed seeds.
 ``python -m attnlib.pretrained`` runs every recipe and writes
 ``attnlib/checkpoints/<name>.pt`` (plus ``MANIFEST.json`` with sizes and
 held-out metrics); the same recipe on the same machine gives bit-identical
-weights.
+weights. On another CPU the float32 kernels may sum in another order, and a
+retrained model then differs from the shipped one by rounding (within
+:data:`RETRAIN_ATOL`), with the same held-out metrics.
 
 Usage in a chapter::
 
@@ -50,12 +52,14 @@ from attnlib.train import Bucket, History, Metrics, evaluate, train
 __all__ = [
     "CHECKPOINT_DIR",
     "RECIPES",
+    "RETRAIN_ATOL",
     "Pretrained",
     "Recipe",
     "checkpoint_path",
     "load",
     "make",
     "names",
+    "weight_gap",
 ]
 
 CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
@@ -316,7 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Trains the recipes (default: all), writes their checkpoints and updates
     ``MANIFEST.json``; with ``--check``, trains into a temporary folder and
-    compares with the shipped files byte for byte (exit status 1 if any differs).
+    compares with the shipped files (exit status 1 if any differs by more than
+    rounding: see :data:`RETRAIN_ATOL`).
     """
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.pretrained",
@@ -327,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="retrain into a temporary folder and compare with the shipped files byte for byte",
+        help="retrain into a temporary folder and compare with the shipped files",
     )
     args = parser.parse_args(argv)
     todo = args.names or names()
@@ -336,6 +341,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="attnlib-check-") as tmp:
         out = Path(tmp) if args.check else Path(args.out or CHECKPOINT_DIR)
         return _make_all(todo, out, check=args.check)
+
+
+#: Largest weight difference at which a retrained model still counts as the shipped one.
+#: Measured: retraining "majority" on an AMD EPYC moved no weight by more than 2.3e-6
+#: from the checkpoint made on another CPU; a different recipe or seed moves them by ~0.1.
+RETRAIN_ATOL = 1e-4
+
+
+def weight_gap(a: str | Path, b: str | Path) -> float:
+    """Largest |Δ| between the weights of two checkpoints of the same recipe.
+
+    Raises
+    ------
+    ValueError
+        If the two files come from different recipes or hold different tensors.
+    """
+    ca, cb = _read(Path(a)), _read(Path(b))
+    if ca.get("recipe") != cb.get("recipe"):
+        raise ValueError(f"{a} and {b} were made by different recipes")
+    wa, wb = ca["state_dict"], cb["state_dict"]
+    if wa.keys() != wb.keys() or any(wa[k].shape != wb[k].shape for k in wa):
+        raise ValueError(f"{a} and {b} hold different tensors")
+    return max(float((wa[k] - wb[k]).abs().max()) for k in wa)
+
+
+def _same_model(made: Path, shipped: Path) -> tuple[bool, str]:
+    """Whether a fresh checkpoint is the shipped one, and the word for the report."""
+    if _sha256(made) == _sha256(shipped):
+        return True, "identical"
+    gap = weight_gap(made, shipped)
+    same_metrics = _read(made)["metrics"] == _read(shipped)["metrics"]
+    if gap <= RETRAIN_ATOL and same_metrics:
+        return True, f"same model (max |Δw| = {gap:.1e}: this CPU's float rounding)"
+    return False, f"DIFFERENT (max |Δw| = {gap:.1e}, same metrics: {same_metrics})"
 
 
 def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
@@ -351,9 +390,9 @@ def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
             f"token {m.token_accuracy:.4f}"
         )
         if check:
-            same = _sha256(path) == _sha256(checkpoint_path(n))
+            same, word = _same_model(path, checkpoint_path(n))
             status |= not same
-            line += "  identical" if same else "  DIFFERENT"
+            line += f"  {word}"
         else:
             manifest[n] = {
                 "about": RECIPES[n].about,

@@ -53,6 +53,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnlib.vocab import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, Pair, Vocab
+
 __all__ = [
     "BOS",
     "BOS_ID",
@@ -63,134 +65,10 @@ __all__ = [
     "TASKS",
     "Pair",
     "Task",
+    "TaskSpec",
     "Vocab",
     "make_task",
 ]
-
-PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
-PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
-SPECIALS: tuple[str, ...] = (PAD, BOS, EOS)
-
-Pair = tuple[tuple[str, ...], tuple[str, ...]]
-"""One example: ``(src_tokens, tgt_tokens)``."""
-
-
-# --------------------------------------------------------------------------- Vocab
-class Vocab:
-    """A fixed token ↔ id mapping with ``<pad>``, ``<bos>``, ``<eos>`` at ids 0, 1, 2.
-
-    Parameters
-    ----------
-    tokens : iterable of str
-        The ordinary tokens, in the order their ids should follow the three
-        special ones. Duplicates and special tokens are not allowed.
-    name : str
-        Used in error messages ("the source vocabulary of dates").
-
-    Examples
-    --------
-    >>> v = Vocab("abc", name="letters")
-    >>> v.encode("cab")
-    [5, 3, 4, 2]
-    >>> v.decode([5, 3, 4, 2, 0, 0])
-    ['c', 'a', 'b']
-    """
-
-    pad_id: int = PAD_ID
-    bos_id: int = BOS_ID
-    eos_id: int = EOS_ID
-
-    def __init__(self, tokens: Iterable[str], name: str = "vocabulary") -> None:
-        toks = list(tokens)
-        for tok in toks:
-            if not isinstance(tok, str) or tok == "":
-                raise ValueError(f"{name}: tokens must be non-empty strings, got {tok!r}")
-            if tok in SPECIALS:
-                raise ValueError(f"{name}: {tok!r} is a special token and is added automatically")
-        dupes = sorted(t for t, k in Counter(toks).items() if k > 1)
-        if dupes:
-            raise ValueError(f"{name}: duplicate tokens {dupes}")
-        self.name = name
-        self.itos: tuple[str, ...] = (*SPECIALS, *toks)
-        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def __contains__(self, token: object) -> bool:
-        return token in self.stoi
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocab) and self.itos == other.itos
-
-    def __hash__(self) -> int:
-        return hash(self.itos)
-
-    def __repr__(self) -> str:
-        shown = " ".join(self.itos[3:13]) + (" …" if len(self) > 13 else "")
-        return f"Vocab({self.name!r}, {len(self)} ids: <pad> <bos> <eos> {shown})"
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        """The ordinary tokens (without the three special ones), in id order."""
-        return self.itos[len(SPECIALS) :]
-
-    def encode(self, tokens: Iterable[str], *, eos: bool = True) -> list[int]:
-        """Map tokens to ids, appending ``<eos>`` unless ``eos=False``.
-
-        Raises
-        ------
-        ValueError
-            If a token is not in the vocabulary; the message names it, its
-            position and the tokens that are known.
-        """
-        ids = []
-        for pos, tok in enumerate(tokens):
-            idx = self.stoi.get(tok)
-            if idx is None:
-                known = " ".join(repr(t) for t in self.tokens[:40])
-                raise ValueError(
-                    f"token {tok!r} at position {pos} is not in the {self.name} "
-                    f"(known tokens: {known}{' …' if len(self.tokens) > 40 else ''})"
-                )
-            ids.append(idx)
-        if eos:
-            ids.append(self.eos_id)
-        return ids
-
-    def decode(self, ids: Iterable[int], *, strip: bool = True) -> list[str]:
-        """Map ids back to tokens.
-
-        Parameters
-        ----------
-        ids : iterable of int
-            Python ints, or anything with ``int()`` (numpy or torch scalars, a
-            1-D tensor).
-        strip : bool
-            If True (default), stop at the first ``<eos>`` and drop ``<bos>``
-            and ``<pad>``: what is left is the readable sequence. If False,
-            every id is shown, special tokens included (for heatmap labels).
-
-        Raises
-        ------
-        ValueError
-            If an id is outside ``0 … len(vocab) - 1``.
-        """
-        out = []
-        for pos, raw in enumerate(ids):
-            i = int(raw)
-            if not 0 <= i < len(self):
-                raise ValueError(
-                    f"id {i} at position {pos} is outside the {self.name}, "
-                    f"which has ids 0 … {len(self) - 1}"
-                )
-            if strip:
-                if i == self.eos_id:
-                    break
-                if i in (self.pad_id, self.bos_id):
-                    continue
-            out.append(self.itos[i])
-        return out
 
 
 # --------------------------------------------------------------------------- Task
@@ -421,16 +299,74 @@ def _svo_vocabs() -> tuple[list[str], list[str]]:
     return en, ja
 
 
-TASKS: dict[str, str] = {
-    "copy": "copy a string of letters (monotonic alignment: a diagonal)",
-    "reverse": "reverse a string of letters (an anti-diagonal)",
-    "dates": "normalise a date written in one of 12 forms to YYYY-MM-DD (reordered blocks)",
-    "svo_sov": "translate English SVO sentences into a toy Japanese-like SOV language",
-    "majority": "output the most frequent digit (diffuse attention is correct)",
-}
-"""The task names :func:`make_task` accepts, with one line on each."""
+@dataclass(frozen=True)
+class TaskSpec:
+    """How one task is made: what it is, its vocabularies and how to draw one example.
+
+    Attributes
+    ----------
+    description : str
+        One line on the task and the alignment it needs.
+    vocabs : callable
+        ``vocabs() -> (src_tokens, tgt_tokens)``, the ordinary tokens of each side.
+    generator : callable
+        ``generator(lo, hi)`` returns a function that draws one example (and the
+        key that must not repeat across splits) from a ``random.Random``.
+    lengths : (int, int) or None
+        Default source lengths (min_len, max_len); None for a task whose
+        lengths come from its own formats and that accepts neither.
+    length_note : str
+        What fixes the lengths of such a task, for its error message.
+    grammar : (int, int) or None
+        The lengths the task can produce at all (a filter range must meet it).
+    sep : str
+        "" for character tasks, " " for word tasks.
+    """
+
+    description: str
+    vocabs: Callable[[], tuple[list[str], list[str]]]
+    generator: Callable[[int, int], Generator]
+    lengths: tuple[int, int] | None = (5, 15)
+    length_note: str = ""
+    grammar: tuple[int, int] | None = None
+    sep: str = ""
+
 
 _SVO_SHORTEST, _SVO_LONGEST = 5, 13  # source lengths the toy grammar can produce
+
+TASKS: dict[str, TaskSpec] = {
+    "copy": TaskSpec(
+        "copy a string of letters (monotonic alignment: a diagonal)",
+        lambda: (list(LETTERS), list(LETTERS)),
+        lambda lo, hi: _gen_copy(lo, hi, LETTERS, reverse=False),
+    ),
+    "reverse": TaskSpec(
+        "reverse a string of letters (an anti-diagonal)",
+        lambda: (list(LETTERS), list(LETTERS)),
+        lambda lo, hi: _gen_copy(lo, hi, LETTERS, reverse=True),
+    ),
+    "dates": TaskSpec(
+        "normalise a date written in one of 12 forms to YYYY-MM-DD (reordered blocks)",
+        lambda: (_date_src_tokens(), list("0123456789-")),
+        lambda lo, hi: _gen_dates(),
+        lengths=None,
+        length_note="8–18 characters",
+    ),
+    "svo_sov": TaskSpec(
+        "translate English SVO sentences into a toy Japanese-like SOV language",
+        _svo_vocabs,
+        _gen_svo,
+        lengths=(5, 13),
+        grammar=(_SVO_SHORTEST, _SVO_LONGEST),
+        sep=" ",
+    ),
+    "majority": TaskSpec(
+        "output the most frequent digit (diffuse attention is correct)",
+        lambda: (list(DIGITS), list(DIGITS)),
+        lambda lo, hi: _gen_majority(lo, hi, DIGITS),
+    ),
+}
+"""The tasks :func:`make_task` builds, by name: the one registry of tasks."""
 
 
 def make_task(
@@ -483,38 +419,27 @@ def make_task(
         "name": name, "n_train": n_train, "n_valid": n_valid, "n_test": n_test,
         "min_len": min_len, "max_len": max_len, "seed": seed,
     }  # fmt: skip
-    if name == "dates":
+    spec = TASKS[name]
+    lo, hi = 0, 0
+    if spec.lengths is None:
         if min_len is not None or max_len is not None:
             raise ValueError(
-                "the dates task takes its lengths from its formats (8–18 characters); "
+                f"the {name} task takes its lengths from its formats ({spec.length_note}); "
                 "do not pass min_len or max_len"
             )
     else:
-        default_hi = 13 if name == "svo_sov" else 15
-        lo = 5 if min_len is None else min_len
-        hi = default_hi if max_len is None else max_len
+        lo = spec.lengths[0] if min_len is None else min_len
+        hi = spec.lengths[1] if max_len is None else max_len
         if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
             raise ValueError(f"need 1 ≤ min_len ≤ max_len, got min_len={lo}, max_len={hi}")
-        if name == "svo_sov" and (hi < _SVO_SHORTEST or lo > _SVO_LONGEST):
+        if spec.grammar is not None and (hi < spec.grammar[0] or lo > spec.grammar[1]):
             raise ValueError(
-                f"svo_sov sentences have {_SVO_SHORTEST}–{_SVO_LONGEST} words; "
+                f"{name} sentences have {spec.grammar[0]}–{spec.grammar[1]} words; "
                 f"min_len={lo}, max_len={hi} leaves none"
             )
-
-    sep = ""
-    if name in ("copy", "reverse"):
-        src_toks = tgt_toks = list(LETTERS)
-        draw = _gen_copy(lo, hi, LETTERS, reverse=name == "reverse")
-    elif name == "majority":
-        src_toks = tgt_toks = list(DIGITS)
-        draw = _gen_majority(lo, hi, DIGITS)
-    elif name == "dates":
-        src_toks, tgt_toks = _date_src_tokens(), list("0123456789-")
-        draw = _gen_dates()
-    else:
-        src_toks, tgt_toks = _svo_vocabs()
-        draw = _gen_svo(lo, hi)
-        sep = " "
+    src_toks, tgt_toks = spec.vocabs()
+    draw = spec.generator(lo, hi)
+    sep = spec.sep
 
     rng = random.Random(f"attnlib.tasks/{name}/{seed}")
     n_total = n_train + n_valid + n_test

@@ -31,9 +31,8 @@ The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -42,8 +41,10 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from attnlib.models import Seq2Seq
-from attnlib.tasks import BOS_ID, EOS_ID, PAD_ID, Pair, Task
+from attnlib.models import ScoreEdit, Seq2Seq
+from attnlib.runtime import eval_mode, torch_threads
+from attnlib.tasks import Task
+from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Pair
 
 __all__ = [
     "Batch",
@@ -54,7 +55,6 @@ __all__ = [
     "encode_pairs",
     "evaluate",
     "predict",
-    "torch_threads",
     "train",
     "translate",
 ]
@@ -117,24 +117,6 @@ def encode_pairs(task: Task, pairs: Sequence[Pair]) -> Batch:
     tgt_in = torch.cat([torch.full((len(tgts), 1), BOS_ID), tgt[:, :-1]], dim=1)
     tgt_in = tgt_in.masked_fill(tgt_in == EOS_ID, PAD_ID)  # <eos> is never an input
     return Batch(_pad(srcs), tgt_in, tgt)
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(n)``, then restore (None: leave as is).
-
-    A fixed thread count is part of bit-for-bit reproducibility: some CPU
-    kernels split their sums by thread.
-    """
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _epoch(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
@@ -317,27 +299,27 @@ def train(
 
 # --------------------------------------------------------------------------- decoding
 def _decode_batches(
-    model: Seq2Seq, src: Tensor, max_len: int | None, batch_size: int = 500
+    model: Seq2Seq,
+    src: Tensor,
+    max_len: int | None,
+    batch_size: int = 500,
+    edit: ScoreEdit | None = None,
 ) -> tuple[Tensor, list[Tensor | None]]:
     """Greedy outputs (N, L) padded with <pad>, and α per row (trimmed to real T_x)."""
     lengths = (src != PAD_ID).sum(dim=1)
     order = torch.argsort(lengths, stable=True)  # similar lengths together: less padding
     outs: list[Tensor] = [torch.empty(0, dtype=torch.long)] * len(src)
     alphas: list[Tensor | None] = [None] * len(src)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         for k in range(0, len(src), batch_size):
             idx = order[k : k + batch_size]
             T_x = int(lengths[idx].max())
-            tokens, alpha = model.greedy(src[idx, :T_x], max_len=max_len)
+            tokens, alpha = model.greedy(src[idx, :T_x], max_len=max_len, edit=edit)
             for j, i in enumerate(idx.tolist()):
                 n = int((tokens[j] != PAD_ID).sum())  # output length, <eos> included
                 outs[i] = tokens[j, :n]
                 if alpha is not None:
                     alphas[i] = alpha[j, :n, : int(lengths[i])]
-    finally:
-        model.train(was_training)
     L = max(len(o) for o in outs)
     padded = torch.full((len(src), L), PAD_ID, dtype=torch.long)
     for i, o in enumerate(outs):
@@ -428,6 +410,7 @@ def evaluate(
     *,
     buckets: int | Sequence[int] = 5,
     n_threads: int | None = 1,
+    edit: ScoreEdit | None = None,
 ) -> Metrics:
     """Token accuracy and exact match of greedy decoding, overall and per length.
 
@@ -441,6 +424,9 @@ def evaluate(
         or the lower edges of the buckets (e.g. ``[5, 10, 20]``).
     n_threads : int or None
         torch threads while decoding.
+    edit : ScoreEdit, optional
+        Decode with the scores of every step rewritten (an intervention on α,
+        e.g. :func:`attnlib.importance.attention_intervention`).
 
     Returns
     -------
@@ -466,7 +452,7 @@ def evaluate(
             )
     with torch_threads(n_threads):
         max_len = int((data.tgt_out != PAD_ID).sum(dim=1).max())
-        pred, _ = _decode_batches(model, data.src, max_len)
+        pred, _ = _decode_batches(model, data.src, max_len, edit=edit)
     correct, n, exact = (x.numpy() for x in _match(pred, data.tgt_out))
     his = [*(e - 1 for e in edges[1:]), int(src_len.max())]
     by_length = []
@@ -519,6 +505,7 @@ def translate(
     sources: Sequence[str | Sequence[str]],
     *,
     max_len: int | None = None,
+    edit: ScoreEdit | None = None,
 ) -> list[Translation]:
     """Greedy-decode sources given as text or tokens; return tokens and α per example.
 
@@ -531,6 +518,8 @@ def translate(
         Text is split with :meth:`attnlib.tasks.Task.tokenize`.
     max_len : int, optional
         Most output tokens (default 2 T_x + 2).
+    edit : ScoreEdit, optional
+        Decode with the scores of every step rewritten (an intervention on α).
 
     Returns
     -------
@@ -548,7 +537,7 @@ def translate(
             raise ValueError(f"source {k} is empty; each source needs T_x ≥ 1 token")
     src = _pad([task.src_vocab.encode(t) for t in toks])
     with torch_threads(1):
-        pred, alphas = _decode_batches(model, src, max_len)
+        pred, alphas = _decode_batches(model, src, max_len, edit=edit)
     out = []
     for k, t in enumerate(toks):
         ids = [int(i) for i in pred[k] if int(i) != PAD_ID]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import attnlib as al
+from attnlib import alignment
 from attnlib import experiments as ex
 from attnlib.models import BiGRUEncoder, EmbeddingEncoder, make_seq2seq
 from attnlib.pretrained import load
@@ -82,18 +83,15 @@ def test_tf5_the_trained_decoder_scores_with_s_prev_not_s_t():
     model = make_seq2seq(12, 12, decoder="bahdanau", emb=8, hidden=8, d_s=8, d_a=8, seed=0)
     src = torch.tensor([[4, 5, 6, 2]])
     queries = []
-    attention = model.decoder.attention
-    original = attention.scores
 
-    def spy(s_prev, keys):
-        queries.append(s_prev.clone())
-        return original(s_prev, keys)
+    def spy(e, *, query, mask):  # a ScoreEdit that records the query and changes nothing
+        queries.append(query.clone())
+        return e
 
-    attention.scores = spy
     with torch.no_grad():
         h, final, mask = model.encode(src)
         s_0 = model.decoder.init_state(final)
-        mem = model.decoder.memory(h, final, mask)
+        mem = model.decoder.memory(h, final, mask, edit=spy)
         _, s_1, _ = model.decoder.step(torch.tensor([BOS_ID]), s_0, mem)
         _, s_2, _ = model.decoder.step(torch.tensor([7]), s_1, mem)
     assert len(queries) == 2
@@ -400,7 +398,7 @@ def test_se5_copy_model_is_diagonal_and_right():
     model, task, _, _ = trained("copy")
     assert held_out("copy").exact_match > 0.95
     band = [
-        ex.diagonal_mass(r.alpha, width=1)
+        alignment.diagonal_mass(r.alpha, width=1)
         for r in translate(model, task, [s for s, _ in task.test[:50]])
     ]
     assert float(np.mean(band)) > 0.7  # most of the weight within one position of the diagonal
@@ -428,7 +426,7 @@ def test_ec5_ec6_reversal_model_reads_the_mirror_position_from_step_one():
         mirror = T - 1 - np.arange(T)  # step t reads position T_x + 1 - t
         assert int(np.argmax(r.alpha[0])) == T - 1  # the first step, scored against s_0
         hits.append(np.mean(np.argmax(r.alpha[:T], axis=1) == mirror))
-        band.append(ex.diagonal_mass(r.alpha, width=1, anti=True))
+        band.append(alignment.diagonal_mass(r.alpha, width=1, anti=True))
     assert float(np.mean(hits)) > 0.85
     assert float(np.mean(band)) > 0.85
 

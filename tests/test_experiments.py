@@ -173,19 +173,6 @@ def test_decoder_trace_scores_before_the_new_state_exists():
         assert score < state
 
 
-def test_diagonal_mass_by_hand():
-    eye = np.eye(4)  # 3 letters + <eos>: a perfect copy
-    assert ex.diagonal_mass(eye, width=0) == 1.0
-    assert ex.diagonal_mass(eye, width=0, anti=True) == pytest.approx(1 / 3)  # only t=2 hits
-    rev = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]], dtype=float)
-    assert ex.diagonal_mass(rev, width=0, anti=True) == 1.0
-    half = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
-    assert ex.diagonal_mass(half, width=0) == pytest.approx(0.5)
-    assert ex.diagonal_mass(half, width=1) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match=r"shape \(T_y, T_x\)"):
-        ex.diagonal_mass(np.ones(3))
-
-
 def test_growth_plot_draws_points_and_fits_on_log_axes():
     import matplotlib
 

@@ -194,8 +194,7 @@ def _batch(task):
 
 def test_uniform_intervention_spreads_weight_over_real_positions(task, model) -> None:
     src, lengths = _batch(task)
-    with imp.attention_intervention(model, "uniform"):
-        _, alpha = model.greedy(src, max_len=4)
+    _, alpha = model.greedy(src, max_len=4, edit=imp.attention_intervention("uniform"))
     for b, L in enumerate(lengths):
         np.testing.assert_allclose(alpha[b, 0, :L].numpy(), 1.0 / L, atol=1e-6)
         assert torch.all(alpha[b, :, L:] == 0)
@@ -203,11 +202,9 @@ def test_uniform_intervention_spreads_weight_over_real_positions(task, model) ->
 
 def test_permute_intervention_moves_the_first_step_weights(task, model) -> None:
     src, lengths = _batch(task)
-    _, before = model.greedy(
-        src, max_len=1
-    )  # step 1 scores with s_0, unchanged by the intervention
-    with imp.attention_intervention(model, "permute", seed=5):
-        _, after = model.greedy(src, max_len=1)
+    # step 1 scores with s_0, which the intervention cannot have changed yet
+    _, before = model.greedy(src, max_len=1)
+    _, after = model.greedy(src, max_len=1, edit=imp.attention_intervention("permute", seed=5))
     moved = False
     for b, L in enumerate(lengths):
         a, p = before[b, 0, :L].numpy(), after[b, 0, :L].numpy()
@@ -217,30 +214,47 @@ def test_permute_intervention_moves_the_first_step_weights(task, model) -> None:
     assert moved
 
 
-def test_intervention_is_undone_even_after_an_error(task, model) -> None:
+def test_an_intervention_leaves_the_model_itself_untouched(task, model) -> None:
     src, _ = _batch(task)
     tokens, alpha = model.greedy(src, max_len=5)
-    with pytest.raises(RuntimeError, match="boom"), imp.attention_intervention(model, "uniform"):
-        raise RuntimeError("boom")
+    modules = {name: dict(vars(m)) for name, m in model.named_modules()}
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    for mode in ("uniform", "permute"):
+        model.greedy(src, max_len=5, edit=imp.attention_intervention(mode))
+        model(src, src, edit=imp.attention_intervention(mode))
+    # no attribute or method was swapped on any submodule, no weight changed
+    assert {name: dict(vars(m)) for name, m in model.named_modules()} == modules
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
     tokens2, alpha2 = model.greedy(src, max_len=5)
     assert torch.equal(tokens, tokens2)
     assert torch.equal(alpha, alpha2)
 
 
 def test_intervention_errors(task, model) -> None:
-    with (
-        pytest.raises(ValueError, match="'uniform' or 'permute'"),
-        imp.attention_intervention(model, "zero"),
-    ):  # type: ignore[arg-type]
-        pass
+    with pytest.raises(ValueError, match="'uniform' or 'permute'"):
+        imp.attention_intervention("zero")  # type: ignore[arg-type]
     none = make_seq2seq(task.src_vocab, task.tgt_vocab, decoder="none", seed=0, **TINY)
-    with (
-        pytest.raises(ValueError, match="no attention"),
-        imp.attention_intervention(none, "uniform"),
-    ):
-        pass
+    src, _ = _batch(task)
+    with pytest.raises(ValueError, match="no attention"):
+        none.greedy(src, edit=imp.attention_intervention("uniform"))
+    with pytest.raises(ValueError, match="no attention"):
+        imp.intervention_effect(none, task, "uniform", n=3)
     with pytest.raises(ValueError, match="n must be"):
         imp.intervention_effect(model, task, "uniform", n=0)
+
+
+def test_permutations_repeat_with_the_seed_and_differ_without_it() -> None:
+    e = torch.arange(24.0).reshape(3, 8)
+    mask = torch.ones(3, 8, dtype=torch.bool)
+    mask[1, 5:] = False
+    q = torch.zeros(3, 4)
+    a = imp.attention_intervention("permute", seed=1)(e, query=q, mask=mask)
+    b = imp.attention_intervention("permute", seed=1)(e, query=q, mask=mask)
+    c = imp.attention_intervention("permute", seed=2)(e, query=q, mask=mask)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+    assert torch.equal(a[1, 5:], e[1, 5:])  # pads stay where they were
+    assert sorted(a[1, :5].tolist()) == e[1, :5].tolist()  # a permutation of the real part
 
 
 def test_uniform_intervention_changes_nothing_when_attention_is_already_uniform(
@@ -264,17 +278,6 @@ def test_intervention_effect_reports_a_change_and_matches_evaluate(task, model) 
     assert 0.0 <= res.flipped <= 1.0
     again = imp.intervention_effect(model, task, "permute", seed=0)
     assert again == res  # same seed, same permutations
-
-
-# --------------------------------------------------------------------------- heatmap shapes
-def test_argmax_moves_reads_diagonals() -> None:
-    eye = np.eye(4)
-    assert imp.argmax_moves([eye]) == imp.Moves(1.0, 0.0, 0.0, 3)
-    assert imp.argmax_moves([eye[::-1], eye]) == imp.Moves(0.5, 0.5, 0.0, 6)
-    stuck = np.array([[0.1, 0.9], [0.2, 0.8], [0.7, 0.3]])
-    assert imp.argmax_moves([stuck]) == imp.Moves(0.0, 0.5, 0.5, 2)
-    with pytest.raises(ValueError, match="T_y ≥ 2"):
-        imp.argmax_moves([np.ones((1, 3)) / 3])
 
 
 # --------------------------------------------------------------------------- plots used by Part II

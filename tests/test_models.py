@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -255,7 +257,7 @@ def _manual_first_alpha(model: Seq2Seq, src: torch.Tensor) -> torch.Tensor:
     dec = model.decoder
     h, final, mask = model.encode(src)
     s0 = torch.tanh(dec.W_s(final))
-    if model.config["decoder"] == "luong":  # scores use s_1 = GRU(E <bos> ; h̃_0 = 0, s_0)
+    if model.config.decoder == "luong":  # scores use s_1 = GRU(E <bos> ; h̃_0 = 0, s_0)
         y = dec.embedding(torch.full((src.shape[0],), BOS_ID))
         query = dec.cell(torch.cat([y, torch.zeros_like(s0)], -1), s0)
     else:  # Bahdanau: scores use s_0
@@ -378,11 +380,58 @@ def test_greedy_never_generates_pad_or_bos() -> None:
 def test_reusing_keys_changes_nothing_but_the_cost() -> None:
     model = make_seq2seq(V_SRC, V_TGT, seed=10, **TINY)
     src = _src([7, 3])
-    t1, a1 = model.greedy(src, max_len=6)
-    model.decoder.reuse_keys = False
-    t2, a2 = model.greedy(src, max_len=6)
-    assert torch.equal(t1, t2)
-    assert torch.equal(a1, a2)
+    dec = model.decoder
+    with torch.no_grad():
+        h, final, mask = model.encode(src)
+        mem = dec.memory(h, final, mask)
+        assert mem.keys is not None  # U_a h, computed once for the whole output
+        outputs = []
+        for m in (mem, dataclasses.replace(mem, keys=None)):  # None: recomputed every step
+            s, y, steps = dec.init_state(final), torch.full((2,), BOS_ID), []
+            for _ in range(6):
+                logits, s, alpha = dec.step(y, s, m)
+                y = logits.argmax(-1)
+                steps.append((logits, alpha))
+            outputs.append(steps)
+    for (l1, a1), (l2, a2) in zip(*outputs, strict=True):
+        torch.testing.assert_close(l1, l2, rtol=0, atol=1e-6)
+        torch.testing.assert_close(a1, a2, rtol=0, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- the score-edit seam
+@pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
+def test_a_score_edit_decides_alpha_in_greedy_and_teacher_forcing(decoder) -> None:
+    model = make_seq2seq(V_SRC, V_TGT, decoder=decoder, seed=13, **TINY)
+    src = _src([6, 3])
+    seen = []
+
+    def to_last(e, *, query, mask):  # all weight on the last real position (<eos>)
+        seen.append((e.shape, query.shape, mask.clone()))
+        last = mask.sum(dim=1, keepdim=True) - 1
+        out = torch.full_like(e, -1e4).scatter(1, last, 0.0)
+        return out.masked_fill(~mask, 1e4)  # a pad's high score must still get α = 0
+
+    with torch.no_grad():
+        _, alpha = model.greedy(src, max_len=4, edit=to_last)
+        _, tf_alpha = model(src, _src([4, 4], vocab=V_TGT), edit=to_last)
+    # src rows: 6 tokens + <eos> (T_x = 7), and 3 tokens + <eos> + 3 pads
+    for a in (alpha[:, :1], tf_alpha):  # greedy: step 1 (later rows stop at <eos>); all of TF
+        assert torch.allclose(a[0, :, 6], torch.ones(a.shape[1]))
+        assert torch.allclose(a[1, :, 3], torch.ones(a.shape[1]))
+        assert torch.all(a[1, :, 4:] == 0)
+    assert seen[0][0] == (2, 7)
+    assert seen[0][1] == (2, model.decoder.d_s)
+    assert torch.equal(seen[0][2], src != PAD_ID)
+    # without the edit the same model spreads its weight: the edit made the difference
+    with torch.no_grad():
+        _, free = model.greedy(src, max_len=4)
+    assert not torch.allclose(free[0, :1, 6], torch.ones(1))
+
+
+def test_a_model_without_attention_refuses_a_score_edit() -> None:
+    model = make_seq2seq(V_SRC, V_TGT, decoder="none", seed=13, **TINY)
+    with pytest.raises(ValueError, match="no attention to intervene on"):
+        model.greedy(_src([3]), edit=lambda e, *, query, mask: e)
 
 
 # --------------------------------------------------------------------------- determinism
@@ -412,6 +461,7 @@ def test_from_config_rebuilds_the_same_model() -> None:
     a = make_seq2seq(V_SRC, V_TGT, decoder="luong", seed=3, **TINY)
     b = Seq2Seq.from_config(a.config)
     assert b.config == a.config
+    assert Seq2Seq.from_config(a.config.as_dict()).config == a.config
     for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
         assert torch.equal(x, y)
 

@@ -113,10 +113,10 @@ def test_luong_checkpoint_has_a_luong_decoder(loaded: dict) -> None:
 
 
 def test_ablation_checkpoints_are_configured_as_named(loaded: dict) -> None:
-    assert _load(loaded, "copy_embedding").model.config["encoder"] == "embedding"
-    assert _load(loaded, "dates_ctx_state").model.config["context_in"] == "state"
-    assert _load(loaded, "dates_ctx_output").model.config["context_in"] == "output"
-    assert _load(loaded, "dates").model.config["context_in"] == "both"
+    assert _load(loaded, "copy_embedding").model.config.encoder == "embedding"
+    assert _load(loaded, "dates_ctx_state").model.config.context_in == "state"
+    assert _load(loaded, "dates_ctx_output").model.config.context_in == "output"
+    assert _load(loaded, "dates").model.config.context_in == "both"
 
 
 # --------------------------------------------------------------------------- errors, flag
@@ -156,18 +156,44 @@ def test_one_flag_retrains_everything(
 
 
 # --------------------------------------------------------------------------- reproducible
-def test_the_script_reproduces_a_shipped_checkpoint_exactly(tmp_path, capsys) -> None:
-    """`python -m attnlib.pretrained majority --out DIR` writes the shipped file, byte for byte."""
-    assert pretrained.main([SMALLEST, "--out", str(tmp_path)]) == 0
-    made = tmp_path / f"{SMALLEST}.pt"
-    assert _sha(made) == _sha(pretrained.checkpoint_path(SMALLEST))
+def test_the_script_reproduces_a_shipped_checkpoint(tmp_path, capsys) -> None:
+    """`python -m attnlib.pretrained majority --out DIR` makes the shipped model again.
+
+    Byte for byte on the machine that made the file; elsewhere the float32 kernels may round
+    differently, so the weights must agree within RETRAIN_ATOL and the metrics exactly. On one
+    machine two runs are always byte-identical.
+    """
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert pretrained.main([SMALLEST, "--out", str(first)]) == 0
+    assert pretrained.main([SMALLEST, "--out", str(second)]) == 0
+    made = first / f"{SMALLEST}.pt"
+    assert _sha(made) == _sha(second / f"{SMALLEST}.pt")
+    shipped = pretrained.checkpoint_path(SMALLEST)
+    assert pretrained.weight_gap(made, shipped) <= pretrained.RETRAIN_ATOL
+    read = [torch.load(p, weights_only=True) for p in (made, shipped)]
+    assert read[0]["metrics"] == read[1]["metrics"]
+    assert read[0]["recipe"] == read[1]["recipe"]
     assert SMALLEST in capsys.readouterr().out
-    assert not (tmp_path / "MANIFEST.json").exists()  # only the package folder keeps one
+    assert not (first / "MANIFEST.json").exists()  # only the package folder keeps one
 
 
-def test_retrain_gives_the_shipped_weights() -> None:
+def test_a_check_against_another_recipe_is_reported_as_different(tmp_path) -> None:
+    path, _ = pretrained.make(SMALLEST, tmp_path)
+    other = pretrained.checkpoint_path("copy")
+    with pytest.raises(ValueError, match="different recipes"):
+        pretrained.weight_gap(path, other)
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["state_dict"] = {k: v + 0.01 for k, v in ckpt["state_dict"].items()}
+    torch.save(ckpt, tmp_path / "moved.pt")
+    same, word = pretrained._same_model(tmp_path / "moved.pt", pretrained.checkpoint_path(SMALLEST))
+    assert not same
+    assert word.startswith("DIFFERENT")
+
+
+def test_retrain_gives_the_shipped_model() -> None:
     live = pretrained.load(SMALLEST, retrain=True, progress=False)
     shipped = pretrained.load(SMALLEST, retrain=False)
+    weights = live.model.state_dict()
     for k, v in shipped.model.state_dict().items():
-        assert torch.equal(v, live.model.state_dict()[k]), k
+        torch.testing.assert_close(v, weights[k], rtol=0, atol=pretrained.RETRAIN_ATOL, msg=k)
     assert live.metrics == shipped.metrics

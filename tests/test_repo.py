@@ -12,6 +12,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from attnlib import colab
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
     p
@@ -114,13 +116,54 @@ def test_ci_runs_the_readme_test_command():
 @pytest.mark.parametrize(
     "path", [p for p in NOTEBOOKS if p.parent.name == "chapters"], ids=lambda p: p.name
 )
-def test_chapters_install_attnlib_when_opened_where_it_is_missing(path):
+def test_each_chapter_opens_with_the_install_cell_made_from_the_template(path):
     # Colab opens the notebook alone: its first code cell must fetch the course package.
-    nb = json.loads(path.read_text())
-    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "code")["source"])
-    assert "except ModuleNotFoundError:" in first
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert f"git+{config['repository']['url']}@{config['repository']['branch']}" in first
+    code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    first = code[0]
+    stale = f"{path.name}: its install cell differs from attnlib/colab.py's template; run `make chapters`"
+    assert "".join(first["source"]) == colab.install_cell(), stale
+    assert first["id"] == colab.CELL_ID, stale
+    assert "remove-cell" in first["metadata"].get("tags", []), stale  # runs, but off the website
+    again = [c["id"] for c in code[1:] if "%pip install" in "".join(c["source"])]
+    assert not again, f"{path.name}: cells {again} install again; the install cell alone does that"
+
+
+def test_the_install_cell_installs_from_the_configured_repository_only_where_attnlib_is_missing(
+    monkeypatch,
+):
+    import ast
+    import sys
+    import types
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    url, branch = config["url"], config["branch"]
+    assert colab.repository() == (url, branch)
+    source = colab.install_cell()
+    assert f'"attnlib @ git+{url}@{branch}"' in source
+    # What IPython runs: %pip becomes a call, and the rest must be plain, valid Python.
+    python = TransformerManager().transform_cell(source)
+    tree = ast.parse(python)
+    (guard,) = tree.body  # nothing runs outside the guard
+    assert isinstance(guard, ast.Try), ast.unparse(guard)
+    assert [ast.unparse(n) for n in guard.body] == ["import attnlib"]
+    assert [ast.unparse(h.type) for h in guard.handlers] == ["ModuleNotFoundError"]
+
+    calls: list[tuple[str, str]] = []
+    shell = types.SimpleNamespace(run_line_magic=lambda magic, line: calls.append((magic, line)))
+    run = compile(python, "<install cell>", "exec")
+    exec(run, {"get_ipython": lambda: shell})
+    assert calls == [], "attnlib is installed here: the cell must not reinstall it"
+    # As on Colab: import attnlib now raises ModuleNotFoundError.
+    monkeypatch.setitem(sys.modules, "attnlib", None)
+    exec(run, {"get_ipython": lambda: shell})
+    assert calls == [("pip", f'install --quiet myst-nb "attnlib @ git+{url}@{branch}"')]
+
+    exercise = colab.install_cell("01_masked_softmax")  # the exercises' variant, same template
+    assert f'"attnlib[grade] @ git+{url}@{branch}"' in exercise
+    assert exercise.endswith('grader = student_notebook("01_masked_softmax.ipynb")')
+    ast.parse(TransformerManager().transform_cell(exercise))
 
 
 def test_an_installed_attnlib_carries_its_checkpoints_and_the_exercises_public_tests(tmp_path):
