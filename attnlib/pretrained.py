@@ -33,6 +33,7 @@ heatmaps" (chapters/08_heatmaps), "Looked at is not caused by"
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -59,6 +60,8 @@ __all__ = [
     "load",
     "make",
     "names",
+    "reseeded",
+    "retrain",
     "weight_gap",
 ]
 
@@ -176,6 +179,48 @@ def _recipe_for(name: str) -> Recipe:
     if name not in RECIPES:
         raise ValueError(f"no pretrained model {name!r}; choose one of {', '.join(RECIPES)}")
     return RECIPES[name]
+
+
+def reseeded(name: str, seed: int) -> Recipe:
+    """Recipe ``name`` with another training seed: new initial weights and batch order.
+
+    The data (the task's seed) stay the same, so that a claim retrained with
+    several seeds is tested on the same examples. ``seed=0`` is the shipped recipe.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names`.
+    seed : int
+        Seeds the model's initial weights and the order of the training batches.
+
+    Returns
+    -------
+    Recipe
+    """
+    recipe = _recipe_for(name)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
+    if seed == 0:
+        return recipe
+    return dataclasses.replace(
+        recipe,
+        model={**recipe.model, "seed": recipe.model.get("seed", 0) + seed},
+        fit={**recipe.fit, "seed": recipe.fit.get("seed", 0) + seed},
+    )
+
+
+def retrain(name: str, *, seed: int = 0, progress: bool = False) -> Pretrained:
+    """Train recipe ``name`` live with training seed ``seed`` (see :func:`reseeded`).
+
+    Returns
+    -------
+    Pretrained
+        The model in eval mode, its task, history and held-out metrics.
+    """
+    result = _fit(reseeded(name, seed), progress)
+    result.model.eval()
+    return result
 
 
 def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
@@ -377,9 +422,21 @@ def _same_model(made: Path, shipped: Path) -> tuple[bool, str]:
     return False, f"DIFFERENT (max |Δw| = {gap:.1e}, same metrics: {same_metrics})"
 
 
-def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
+def _update_manifest(entries: dict[str, dict[str, Any]]) -> None:
+    """Merge entries into MANIFEST.json, under a lock: runs in parallel lose no entry."""
+    import fcntl
+
     manifest_path = CHECKPOINT_DIR / "MANIFEST.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    with open(CHECKPOINT_DIR / ".manifest.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+        manifest.update(entries)
+        ordered = {k: manifest[k] for k in names() if k in manifest}
+        manifest_path.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n")
+
+
+def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
+    manifest: dict[str, dict[str, Any]] = {}
     status = 0
     for n in todo:
         path, res = make(n, out, progress=True)
@@ -407,8 +464,7 @@ def _make_all(todo: list[str], out: Path, *, check: bool) -> int:
             }
         print(line, flush=True)  # the command line's report
     if not check and out.resolve() == CHECKPOINT_DIR.resolve():
-        ordered = {k: manifest[k] for k in names() if k in manifest}
-        manifest_path.write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n")
+        _update_manifest(manifest)
     return status
 
 

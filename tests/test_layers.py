@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "alignment": 0,  # numbers that describe a heatmap's shape
     "runtime": 0,  # torch thread count and eval mode
     "colab": 0,  # the notebooks' install cell
+    "claims": 0,  # claims checked against their evidence
     # built on the ground
     "__init__": 1,
     "plots": 1,
