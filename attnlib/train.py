@@ -180,6 +180,7 @@ def train(
     stop_after: int | None = None,
     n_threads: int | None = 1,
     progress: bool = True,
+    edit: ScoreEdit | None = None,
 ) -> History:
     """Train ``model`` on ``task.train`` with teacher forcing.
 
@@ -223,6 +224,10 @@ def train(
         keeps runs bit-identical); None leaves the setting alone.
     progress : bool
         Show a ``tqdm`` bar with the loss and the latest valid exact match.
+    edit : ScoreEdit, optional
+        Train (and validate) with the scores of every step rewritten, e.g. a
+        model trained with frozen uniform attention
+        (``attnlib.importance.attention_intervention("uniform")``).
 
     Returns
     -------
@@ -267,7 +272,7 @@ def train(
                 epoch = _epoch(len(data), batch_size, gen)
             batch = data[epoch.pop()]
             model.train()
-            logits, _ = model(batch.src, batch.tgt_in)
+            logits, _ = model(batch.src, batch.tgt_in, edit=edit)
             loss = loss_fn(logits.reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -282,7 +287,7 @@ def train(
             hist.token_accuracy.append(acc)
             bar.update(1)
             if valid is not None and (step % eval_every == 0 or step == last):
-                tok, exact = _score(model, valid)
+                tok, exact = _score(model, valid, edit)
                 hist.eval_step.append(step)
                 hist.valid_token_accuracy.append(tok)
                 hist.valid_exact_match.append(exact)
@@ -340,9 +345,9 @@ def _match(pred: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return correct, n, exact
 
 
-def _score(model: Seq2Seq, data: Batch) -> tuple[float, float]:
+def _score(model: Seq2Seq, data: Batch, edit: ScoreEdit | None = None) -> tuple[float, float]:
     max_len = int((data.tgt_out != PAD_ID).sum(dim=1).max())
-    pred, _ = _decode_batches(model, data.src, max_len)
+    pred, _ = _decode_batches(model, data.src, max_len, edit=edit)
     correct, n, exact = _match(pred, data.tgt_out)
     return float(correct.sum() / n.sum()), float(exact.float().mean())
 
