@@ -32,6 +32,8 @@ LAYERS: dict[str, int] = {
     # what reads trained models
     "importance": 3,
     "pretrained": 3,
+    # the chapters' claims about trained models
+    "evidence": 4,
     # the instructors' tool
     "grading": 4,
 }
