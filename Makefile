@@ -1,6 +1,8 @@
 # The two commands a fresh clone needs (see README.md):
 #   make book   set up .venv and build the site into _build/html
 #   make test   set up .venv, build the site (warnings are errors) and run every test
+# and the developers' fast loop (README, "For developers"):
+#   make check  lint, type check, the tests not marked slow, the notebooks changed in the work tree
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -8,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: book test lint browser bench pin clean exercises grade
+.PHONY: book test check lint typecheck browser bench pin clean exercises grade
 
 # Re-run the install only when the declaration or the pins change.
 $(STAMP): requirements.txt pyproject.toml
@@ -27,8 +29,14 @@ $(NODE_STAMP): package.json package-lock.json
 book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
+LINTED := attnlib tests bench _ext
 lint: $(STAMP)
-	$(BIN)/ruff check attnlib tests bench
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+# mypy over attnlib, configured in pyproject.toml ([tool.mypy]).
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 # The browser test (tests/test_site.py) drives Debian's chromium; install it when missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -39,6 +47,16 @@ browser:
 # Every test, tests/test_binder.py included (a fresh environment from binder/ alone, ~5-10 min).
 test: book lint browser
 	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
+
+# The notebooks changed in the work tree: against git HEAD (deleted ones aside), and untracked.
+CHANGED_NOTEBOOKS = $(sort $(filter %.ipynb,$(shell \
+	git diff --name-only --diff-filter=d HEAD -- chapters exercises; \
+	git ls-files --others --exclude-standard -- chapters exercises)))
+
+# The fast loop: what `make test` runs less the tests marked slow (over ~1 s, or needing the
+# built site) and the notebooks nobody touched. No site build, no browser.
+check: lint typecheck
+	$(BIN)/python -m pytest -n 2 -m "not slow" tests $(if $(CHANGED_NOTEBOOKS),--nbmake $(CHANGED_NOTEBOOKS))
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
 SUBMISSIONS ?= submissions
@@ -59,9 +77,14 @@ grade: exercises
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-# Refresh the exact pins from the ranges in pyproject.toml (needs a working .venv).
+# Refresh the exact pins from the ranges in pyproject.toml (needs a working .venv): the package,
+# its grade extra and every dependency group. pip reads groups only from 25.1 on (--group), so
+# they are read here with tomllib (an {include-group} entry is skipped: that group is listed too).
+GROUPS := import tomllib; groups = tomllib.load(open("pyproject.toml", "rb"))["dependency-groups"]; \
+	print("\n".join(r for g in groups.values() for r in g if isinstance(r, str)))
 pin: $(STAMP)
-	$(PIP) install --quiet --upgrade -e ".[book,test,grade]"
+	$(BIN)/python -c '$(GROUPS)' > $(VENV)/groups.txt
+	$(PIP) install --quiet --upgrade -e ".[grade]" -r $(VENV)/groups.txt
 	{ head -n 3 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^attnlib'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
 

@@ -4,6 +4,8 @@ The numpy reference implementation (:mod:`attnlib.core`) is re-exported here,
 so a chapter can write ``import attnlib as al`` and call ``al.softmax``.
 """
 
+import importlib.metadata
+
 from attnlib.core import (
     AttentionStep,
     additive_scores,
@@ -25,4 +27,8 @@ __all__ = [
     "multiplicative_scores",
     "softmax",
 ]
-__version__ = "0.1.0"
+
+try:  # the one version is pyproject.toml's, read from the installed package's metadata
+    __version__ = importlib.metadata.version("attnlib")
+except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

@@ -367,7 +367,7 @@ def check_untampered() -> None:
     if not (
         audit.__class__ is [].append.__class__
         and audit.__name__ == "audit"
-        and audit.__self__ is sys
+        and audit.__self__ is sys  # type: ignore[attr-defined]  # typed as a plain function
     ):
         raise AssertionError("sys.audit was replaced; the grader cannot check this submission")
     box: list[Any] = []
@@ -1028,8 +1028,8 @@ def grade_one(
             why = f"the grader's own functions were replaced ({names[:200]})"
             return None, f"{why}; results withheld"
         if any(t.get("name") == "Autograder Failed" for t in tests):
-            why = [t.get("output", "") for t in tests if t.get("name") == "Autograder Exception"]
-            last = [ln for ln in "".join(why).splitlines() if ln.strip()][-1:] or ["no results"]
+            out = [t.get("output", "") for t in tests if t.get("name") == "Autograder Exception"]
+            last = [ln for ln in "".join(out).splitlines() if ln.strip()][-1:] or ["no results"]
             return None, f"the notebook stopped before its results were written ({last[0][:200]})"
         return {t["name"]: float(t["score"]) for t in tests if "score" in t}, ""
     finally:

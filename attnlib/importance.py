@@ -16,6 +16,18 @@ what it looked at is a different question, and this module asks it three ways:
   (after Jain & Wallace, 2019), and measure how much the output changes. An
   intervention is a :class:`attnlib.models.ScoreEdit` passed as ``edit=``;
   the model itself is never changed.
+* **Adversarial weights** (:func:`adversarial_attention`): per decoder step,
+  search for α' as far from α as possible (Jensen–Shannon divergence) while
+  the step's output distribution stays within a tolerance (Jain & Wallace's
+  key test, moved from a classifier to a decoder step).
+
+Around them: :meth:`Explanation.content` (the maps without ``<eos>``),
+:func:`blanking_effect` (what blanking ``<eos>`` does to h and to the output),
+:func:`swap_s0` (does an answer reach the decoder through s_0 or through the
+c_t?), and :func:`interpretability_claims`, which computes and checks every
+claim of the chapter for one training seed. Models trained with frozen
+uniform attention, Wiegreffe & Pinter's baseline, are recipes of
+:mod:`attnlib.pretrained` (``pretrained.score_edit`` gives their edit).
 
 All measures are computed on the model's *own* output (teacher-forced on what it
 produced greedily), so they explain the decision the model made, right or wrong.
@@ -40,34 +52,47 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike, NDArray
 from torch import Tensor
 
-from attnlib.models import ScoreEdit, Seq2Seq
+from attnlib.models import ScoreEdit, Seq2Seq, SourceMemory
 from attnlib.runtime import eval_mode, torch_threads
 from attnlib.tasks import Task
 from attnlib.train import encode_pairs, evaluate, translate
-from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS
 
 __all__ = [
     "MEASURES",
+    "N_ADVERSARIAL",
+    "N_EXPLAIN",
+    "N_INTERVENE",
+    "Adversarial",
     "Agreement",
+    "Blanking",
     "Explanation",
+    "FixedScores",
     "Intervention",
+    "Swap",
+    "adversarial_attention",
     "agreement",
     "agreement_table",
     "attention_intervention",
+    "blanking_effect",
     "explain",
     "grad_times_input",
+    "interpretability_claims",
     "intervention_effect",
+    "jensen_shannon",
     "leave_one_out",
     "most_disagreeing",
     "normalise_rows",
     "rank_correlation",
+    "special_top_share",
+    "swap_s0",
     "target_log_probs",
 ]
 
@@ -130,7 +155,8 @@ def target_log_probs(model: Seq2Seq, src: Tensor, tgt_out: Tensor) -> Tensor:
 @contextlib.contextmanager
 def _embedding_hook(model: Seq2Seq, edit: Callable[[Tensor], Tensor]) -> Iterator[None]:
     """Pass the encoder's input embeddings x (B, T_x, emb) through ``edit`` while active."""
-    handle = model.encoder.embedding.register_forward_hook(lambda _module, _inputs, out: edit(out))
+    embedding = cast(torch.nn.Module, model.encoder.embedding)
+    handle = embedding.register_forward_hook(lambda _module, _inputs, out: edit(out))
     try:
         yield
     finally:
@@ -247,6 +273,33 @@ class Explanation:
         if name not in MEASURES:
             raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {name!r}")
         return getattr(self, name)
+
+    def content(self) -> Explanation:
+        """The same maps on content tokens only: no ``<eos>`` column, no ``<eos>`` output step.
+
+        The source's ``<eos>`` is special for leave-one-out: blanking it, the
+        first input the backward GRU reads, perturbs every h_i (see
+        :func:`blanking_effect`). Restricting the maps to the content tokens
+        asks which *word* mattered most.
+
+        Returns
+        -------
+        Explanation
+            Rows and columns of special tokens (:data:`attnlib.vocab.SPECIALS`)
+            removed; the values themselves are unchanged (computed on the whole input).
+        """
+        rows = [t for t, tok in enumerate(self.out) if tok not in SPECIALS]
+        cols = [i for i, tok in enumerate(self.src) if tok not in SPECIALS]
+        if not rows or not cols:
+            raise ValueError("this explanation has no content token to keep")
+        pick = np.ix_(rows, cols)
+        return Explanation(
+            src=[self.src[i] for i in cols],
+            out=[self.out[t] for t in rows],
+            alpha=self.alpha[pick],
+            loo=self.loo[pick],
+            grad_input=self.grad_input[pick],
+        )
 
 
 def explain(model: Seq2Seq, task: Task, source: str | Sequence[str]) -> Explanation:
@@ -578,12 +631,8 @@ def intervention_effect(
     --------
     The chapter "Looked at is not caused by" (chapters/09_interpretability).
     """
+    task = _first(task, split, n)
     pairs = task.split(split)
-    if n is not None:
-        if not (isinstance(n, int) and n >= 1):
-            raise ValueError(f"n must be a whole number ≥ 1, got {n!r}")
-        pairs = pairs[:n]
-        task = dataclasses.replace(task, **{split: pairs})
     if model.attention is None:
         raise ValueError("this model has no attention to intervene on (decoder='none')")
     before = evaluate(model, task, split).exact_match
@@ -604,3 +653,832 @@ def intervention_effect(
         flipped=float(flipped.mean()),
         n=len(data),
     )
+
+
+def _first(task: Task, split: str, n: int | None) -> Task:
+    """``task`` with split ``split`` cut to its first ``n`` pairs (all of them for None)."""
+    if n is None:
+        return task
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be a whole number ≥ 1, got {n!r}")
+    cut: dict[str, Any] = {split: task.split(split)[:n]}
+    return dataclasses.replace(task, **cut)
+
+
+def _source_batch(task: Task, sources: Sequence[str | Sequence[str]]) -> Tensor:
+    """Padded source ids (B, T_x), ``<eos>`` appended, from texts or token sequences."""
+    if isinstance(sources, str) or len(sources) == 0:
+        raise ValueError("sources must be a non-empty list of texts or token sequences")
+    ids = [task.src_vocab.encode(task.tokenize(s) if isinstance(s, str) else s) for s in sources]
+    src = torch.full((len(ids), max(len(i) for i in ids)), PAD_ID, dtype=torch.long)
+    for b, row in enumerate(ids):
+        src[b, : len(row)] = torch.tensor(row)
+    return src
+
+
+# --------------------------------------------------------------------------- special tokens
+def special_top_share(explanations: Sequence[Explanation], name: str = "loo") -> float:
+    """Fraction of decoder steps whose most important source position, by ``name``, is ``<eos>``.
+
+    Parameters
+    ----------
+    explanations : sequence of Explanation
+    name : {"alpha", "loo", "grad_input"}
+
+    Returns
+    -------
+    float
+        Pooled over every step of every example (steps weighted equally).
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+    if len(explanations) == 0:
+        raise ValueError("special_top_share needs at least one Explanation")
+    hits = [
+        np.isin(
+            np.abs(ex.measure(name)).argmax(axis=1),
+            [k for k, tok in enumerate(ex.src) if tok in SPECIALS],
+        )
+        for ex in explanations
+    ]
+    return float(np.mean(np.concatenate(hits)))
+
+
+class Blanking(NamedTuple):
+    """What blanking one source position does to the encoder states and to the output.
+
+    Attributes
+    ----------
+    where : str
+        "eos" (the ``<eos>`` at the end of each source) or "middle" (its middle word).
+    h_change : float
+        Mean relative change ‖h_i' − h_i‖ / ‖h_i‖ of the encoder states at every
+        *other* real position i, pooled over the sources.
+    h_change_forward, h_change_backward : float
+        The same for the forward half →h_i and the backward half ←h_i.
+    extra_tokens : float
+        Mean number of tokens by which the greedy output with the position
+        blanked is longer than the output without (``<eos>`` included; negative
+        if shorter).
+    n : int
+        Number of sources.
+    """
+
+    where: str
+    h_change: float
+    h_change_forward: float
+    h_change_backward: float
+    extra_tokens: float
+    n: int
+
+
+def blanking_effect(
+    model: Seq2Seq,
+    task: Task,
+    sources: Sequence[str | Sequence[str]],
+    where: Literal["eos", "middle"] = "eos",
+) -> Blanking:
+    """Blank one position of every source, as leave-one-out does, and measure what changes.
+
+    The position's input embedding is set to zeros (as in :func:`leave_one_out`).
+    ``"eos"`` blanks the end marker, the *first* input the backward GRU reads
+    (so every ←h_i can change) and the *last* one the forward GRU reads (so
+    →h_i of every word stays exactly as it was); ``"middle"`` blanks the
+    middle word, for comparison.
+
+    Parameters
+    ----------
+    model : Seq2Seq
+        With a :class:`~attnlib.models.BiGRUEncoder` (h_i = [→h_i; ←h_i]).
+    task : Task
+    sources : list of str or token sequences
+    where : {"eos", "middle"}
+
+    Returns
+    -------
+    Blanking
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+    if where not in ("eos", "middle"):
+        raise ValueError(f"where must be 'eos' or 'middle', got {where!r}")
+    if not hasattr(model.encoder, "gru_backward"):
+        raise ValueError("blanking_effect compares →h_i and ←h_i: it needs a BiGRUEncoder")
+    src = _source_batch(task, sources)
+    B, T_x = src.shape
+    rows = torch.arange(B)
+    lengths = (src != PAD_ID).sum(dim=1)  # words + <eos>
+    pos = lengths - 1 if where == "eos" else (lengths - 2) // 2
+    keep = torch.ones(B, T_x, 1)
+    keep[rows, pos] = 0.0
+    with eval_mode(model), torch_threads(1), torch.no_grad():
+        h, _, mask = model.encode(src)
+        plain, _ = model.greedy(src)
+        with _embedding_hook(model, lambda out: out * keep):
+            h_blank, _, _ = model.encode(src)
+            blanked, _ = model.greedy(src)
+    other = mask.clone()
+    other[rows, pos] = False
+    half = h.shape[-1] // 2
+
+    def change(part: slice) -> float:
+        d = (h_blank[..., part] - h[..., part]).norm(dim=-1)
+        return float((d / h[..., part].norm(dim=-1).clamp_min(1e-12))[other].mean())
+
+    extra = (blanked != PAD_ID).sum(dim=1) - (plain != PAD_ID).sum(dim=1)
+    return Blanking(
+        where=where,
+        h_change=change(slice(None)),
+        h_change_forward=change(slice(0, half)),
+        h_change_backward=change(slice(half, None)),
+        extra_tokens=float(extra.double().mean()),
+        n=B,
+    )
+
+
+# --------------------------------------------------------------------------- adversarial weights
+class FixedScores:
+    """A :class:`~attnlib.models.ScoreEdit` that replaces the scores by given ones.
+
+    ``FixedScores(z)`` makes every step it is applied to use the scores
+    ``z : (B, T_x)`` (so α = softmax(z) on the real positions, 0 on pads),
+    whatever the model computed. :func:`adversarial_attention` optimises
+    ``z`` through it.
+    """
+
+    def __init__(self, scores: Tensor) -> None:
+        self.scores = scores
+
+    def __repr__(self) -> str:
+        return f"FixedScores(shape={tuple(self.scores.shape)})"
+
+    def __call__(self, e: Tensor, *, query: Tensor, mask: Tensor) -> Tensor:
+        if self.scores.shape != e.shape:
+            raise ValueError(
+                f"FixedScores holds scores of shape {tuple(self.scores.shape)} but the step "
+                f"computed e of shape {tuple(e.shape)} (B, T_x)"
+            )
+        return self.scores
+
+
+def jensen_shannon(p: Tensor, q: Tensor) -> Tensor:
+    """Jensen–Shannon divergence in bits between distributions over the last axis.
+
+    JSD(p, q) = ½ KL(p ‖ m) + ½ KL(q ‖ m) with m = ½ (p + q): 0 for equal
+    distributions, 1 bit for distributions with disjoint supports.
+
+    Parameters
+    ----------
+    p, q : (..., T_x) tensors of probabilities
+
+    Returns
+    -------
+    (...) tensor, in [0, 1]
+    """
+    m = 0.5 * (p + q)
+
+    def kl(a: Tensor) -> Tensor:
+        ratio = torch.log2(a.clamp_min(1e-30)) - torch.log2(m.clamp_min(1e-30))
+        return torch.where(a > 0, a * ratio, torch.zeros_like(a)).sum(dim=-1)
+
+    return 0.5 * kl(p) + 0.5 * kl(q)
+
+
+@dataclass(frozen=True)
+class Adversarial:
+    """Adversarial weights α' for decoder steps, found by :func:`adversarial_attention`.
+
+    One row per decoder step searched (the steps that write a content token).
+
+    Attributes
+    ----------
+    example, step : (n,) int arrays
+        Which source (index into ``src``) and which output step (0-based).
+    token : list of str
+        The token each step writes.
+    src : list of list of str
+        The source tokens of each example, ``<eos>`` included.
+    alpha, alpha_adv : (n, T_x) arrays
+        The model's weights and the adversarial ones (zero beyond each source).
+    jsd : (n,) array
+        JSD(α, α') in bits (0 where no α' other than α met the tolerance).
+    tvd : (n,) array
+        Total variation distance between the output distributions with α and with α'.
+    eps : float
+        The tolerance every α' meets: ``tvd ≤ eps``.
+    iters, restarts : int
+        Optimiser steps, and random starts per decoder step.
+    """
+
+    example: NDArray[np.int64]
+    step: NDArray[np.int64]
+    token: list[str]
+    src: list[list[str]]
+    alpha: FloatArray
+    alpha_adv: FloatArray
+    jsd: FloatArray
+    tvd: FloatArray
+    eps: float
+    iters: int
+    restarts: int
+
+    def median_jsd(self) -> float:
+        """Median over the steps of JSD(α, α'), in bits."""
+        return float(np.median(self.jsd))
+
+    def moved(self) -> FloatArray:
+        """Share of the weight α' puts elsewhere than α: ½ Σ_i |α_ti − α'_ti| per step, (n,)."""
+        return 0.5 * np.abs(self.alpha - self.alpha_adv).sum(axis=1)
+
+    def token_weight(self) -> tuple[FloatArray, FloatArray]:
+        """Weight that α and α' put on source positions holding the token the step writes.
+
+        Meaningful for tasks whose output tokens are source tokens (copy, reverse).
+
+        Returns
+        -------
+        (n,) arrays, for α and for α'
+        """
+        hold = np.zeros_like(self.alpha, dtype=bool)
+        for r, (k, tok) in enumerate(zip(self.example, self.token, strict=True)):
+            hold[r, : len(self.src[k])] = [s == tok for s in self.src[k]]
+        return (self.alpha * hold).sum(axis=1), (self.alpha_adv * hold).sum(axis=1)
+
+    def copy_weight(self) -> FloatArray:
+        """Weight α' puts on *other* copies of the token the step writes, (n,).
+
+        Positions holding that token, except the one where α is largest.
+        """
+        out = np.zeros(len(self.token))
+        for r, (k, tok) in enumerate(zip(self.example, self.token, strict=True)):
+            top = int(self.alpha[r].argmax())
+            out[r] = sum(
+                self.alpha_adv[r, i] for i, s in enumerate(self.src[k]) if s == tok and i != top
+            )
+        return out
+
+    def repeated(self) -> NDArray[np.bool_]:
+        """Whether the token each step writes occurs more than once in its source."""
+        return np.array(
+            [self.src[k].count(tok) > 1 for k, tok in zip(self.example, self.token, strict=True)]
+        )
+
+
+class _Adam:
+    """Adam on one tensor, as ``torch.optim.Adam`` computes it (whose first use costs ~1 s)."""
+
+    def __init__(self, z: Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999)) -> None:
+        self.z, self.lr, self.betas, self.k = z, lr, betas, 0
+        self.m, self.v = torch.zeros_like(z), torch.zeros_like(z)
+
+    @torch.no_grad()
+    def step(self, grad: Tensor) -> None:
+        (b1, b2), self.k = self.betas, self.k + 1
+        self.m.mul_(b1).add_(grad, alpha=1 - b1)
+        self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        denom = (self.v.sqrt() / (1 - b2**self.k) ** 0.5).add_(1e-8)
+        self.z.addcdiv_(self.m, denom, value=-self.lr / (1 - b1**self.k))
+
+
+def adversarial_attention(
+    model: Seq2Seq,
+    task: Task,
+    sources: Sequence[str | Sequence[str]],
+    *,
+    eps: float = 0.01,
+    iters: int = 200,
+    restarts: int = 4,
+    lr: float = 0.3,
+    penalty: float = 100.0,
+    seed: int = 0,
+) -> Adversarial:
+    """Search, step by step, for weights α' far from α that leave the output unchanged.
+
+    After Jain & Wallace (2019), who search one α' per classified text: here
+    one per decoder step. The model decodes each source greedily; then, for
+    every step t that writes a content token, with the past fixed (teacher
+    forcing on the model's own output, so s_{t-1} and y_{t-1} are those it
+    had), free scores z replace e_t through :class:`FixedScores`, and Adam
+    maximises
+
+        JSD(α_t, softmax(z)) − penalty · max(0, TVD(p_t, q_t) − eps / 2),
+
+    where p_t and q_t are the output distributions ỹ_t with α_t and with
+    softmax(z). Among all iterates of ``restarts`` random starts (drawn from
+    ``seed``), the α' with the largest JSD whose TVD is at most ``eps`` is
+    kept; α itself (JSD 0) always qualifies. All steps are optimised together
+    as one batch of single decoder steps.
+
+    Parameters
+    ----------
+    model : Seq2Seq
+        A model with attention.
+    task : Task
+    sources : list of str or token sequences
+    eps : float
+        Largest change of the step's output distribution (total variation).
+    iters, restarts : int
+        Adam steps, and random starts per decoder step.
+    lr, penalty : float
+        Adam's learning rate; the weight of the tolerance penalty.
+    seed : int
+        Seeds the random starts.
+
+    Returns
+    -------
+    Adversarial
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+    if not model.has_attention:
+        raise ValueError("this model has no attention to search over (decoder='none')")
+    for name, v in (("iters", iters), ("restarts", restarts)):
+        if not (isinstance(v, int) and v >= 1):
+            raise ValueError(f"{name} must be a whole number ≥ 1, got {v!r}")
+    if not 0 < eps < 1:
+        raise ValueError(f"eps is a total variation distance in (0, 1), got {eps!r}")
+    trs = translate(model, task, sources)
+    src = _source_batch(task, [tr.src[:-1] for tr in trs])
+    outs = [task.tgt_vocab.encode(tr.out, eos=False) for tr in trs]
+    tgt_in = torch.full((len(outs), max(len(o) for o in outs)), PAD_ID, dtype=torch.long)
+    for b, o in enumerate(outs):
+        tgt_in[b, : len(o)] = torch.tensor([BOS_ID, *o[:-1]])
+    rows = [
+        (b, t) for b, tr in enumerate(trs) for t, tok in enumerate(tr.out) if tok not in SPECIALS
+    ]
+    if not rows:
+        raise ValueError("the outputs have no content token to explain")
+    dec = model.decoder
+    with eval_mode(model), torch_threads(1):
+        with torch.no_grad():  # the model's own steps: s_{t-1}, p_t, α_t for every t
+            h, final, mask = model.encode(src)
+            mem = dec.memory(h, final, mask)
+            s, carries, probs, alphas = dec.init_state(final), [], [], []
+            for t in range(tgt_in.shape[1]):
+                carries.append(s)
+                logits, s, a = dec.step(tgt_in[:, t], s, mem)
+                assert a is not None  # a decoder with attention
+                probs.append(torch.softmax(logits, dim=-1))
+                alphas.append(a)
+        b_idx = torch.tensor([b for b, _ in rows]).repeat(restarts)
+        t_idx = torch.tensor([t for _, t in rows]).repeat(restarts)
+        carry = torch.stack(carries, 1)[b_idx, t_idx]
+        p = torch.stack(probs, 1)[b_idx, t_idx]
+        alpha = torch.stack(alphas, 1)[b_idx, t_idx]
+        y_prev = tgt_in[b_idx, t_idx]
+        assert mem.keys is not None
+        assert mem.bias is not None
+        assert mem.mask is not None
+        base = SourceMemory(mem.h[b_idx], mem.keys[b_idx], mem.bias[b_idx], mem.mask[b_idx])
+        gen = torch.Generator().manual_seed(seed)
+        z = (3.0 * torch.randn(alpha.shape, generator=gen)).requires_grad_(True)
+        adam = _Adam(z, lr)
+        best_jsd, best_tvd = torch.zeros(len(b_idx)), torch.zeros(len(b_idx))
+        best_alpha = alpha.clone()
+        with torch.enable_grad():
+            for _ in range(iters):
+                logits, _, a2 = dec.step(
+                    y_prev, carry, dataclasses.replace(base, edit=FixedScores(z))
+                )
+                assert a2 is not None
+                tvd = 0.5 * (p - torch.softmax(logits, dim=-1)).abs().sum(dim=-1)
+                jsd = jensen_shannon(alpha, a2)
+                with torch.no_grad():
+                    better = (tvd <= eps) & (jsd > best_jsd)
+                    best_jsd = torch.where(better, jsd, best_jsd)
+                    best_tvd = torch.where(better, tvd, best_tvd)
+                    best_alpha[better] = a2[better]
+                loss = (-jsd + penalty * torch.relu(tvd - eps / 2)).sum()
+                adam.step(*torch.autograd.grad(loss, [z]))
+    n = len(rows)
+    pick = best_jsd.view(restarts, n).argmax(dim=0)  # the best start of every step
+    every = torch.arange(n)
+    return Adversarial(
+        example=np.array([b for b, _ in rows]),
+        step=np.array([t for _, t in rows]),
+        token=[trs[b].out[t] for b, t in rows],
+        src=[tr.src for tr in trs],
+        alpha=alpha[:n].double().numpy(),
+        alpha_adv=best_alpha.view(restarts, n, -1)[pick, every].double().numpy(),
+        jsd=best_jsd.view(restarts, n)[pick, every].double().numpy(),
+        tvd=best_tvd.view(restarts, n)[pick, every].double().numpy(),
+        eps=eps,
+        iters=iters,
+        restarts=restarts,
+    )
+
+
+# --------------------------------------------------------------------------- s_0 or c_t
+class Swap(NamedTuple):
+    """Which source the first output token follows when s_0 and h come from different sources.
+
+    Attributes
+    ----------
+    follows_h : float
+        Share of the first output tokens equal to the first target token of
+        the source whose encoder states h_i (so every c_t) the decoder read.
+    follows_s0 : float
+        Share equal to the first target token of the source its s_0 came from.
+    n : int
+        Number of pairs compared: those whose two first target tokens differ.
+    """
+
+    follows_h: float
+    follows_s0: float
+    n: int
+
+
+def swap_s0(
+    model: Seq2Seq,
+    task: Task,
+    *,
+    split: str = "test",
+    n: int | None = None,
+    edit: ScoreEdit | None = None,
+    seed: int = 0,
+) -> Swap:
+    """Decode the first output token with s_0 from one source and h_i from another.
+
+    Every source b is paired with another source π(b) (a random permutation
+    drawn from ``seed``): the decoder starts from s_0 = tanh(W_s final_b + b_s)
+    of source b but attends over the encoder states h of source π(b). If the
+    first output token follows π(b), what the decoder needs reached it through
+    the context vectors c_t; if it follows b, through s_0. Only the public
+    decoding steps are used: :meth:`~attnlib.models.Decoder.forward` takes s_0
+    as an explicit argument.
+
+    Parameters
+    ----------
+    model : Seq2Seq
+        A model with attention.
+    task : Task
+    split : {"test", "valid", "train"}
+    n : int, optional
+        Use the first ``n`` pairs of the split (default: all of them).
+    edit : ScoreEdit, optional
+        Applied to the scores (e.g. uniform attention, for a model trained with it).
+    seed : int
+        Seeds the pairing.
+
+    Returns
+    -------
+    Swap
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+    if not model.has_attention:
+        raise ValueError("swap_s0 needs a model with attention (decoder='none' has no h to swap)")
+    data = encode_pairs(task, _first(task, split, n).split(split))
+    perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
+    with eval_mode(model), torch_threads(1), torch.no_grad():
+        h, final, mask = model.encode(data.src)
+        mem = model.decoder.memory(h[perm], final[perm], mask[perm], edit=edit)
+        logits, _ = model.decoder(data.tgt_in[:, :1], model.decoder.init_state(final), mem)
+    logits[..., [PAD_ID, BOS_ID]] = float("-inf")  # never generated, as in greedy decoding
+    first = logits[:, 0].argmax(dim=-1)
+    y = data.tgt_out[:, 0]
+    differ = y != y[perm]
+    if not bool(differ.any()):
+        raise ValueError("every pair has the same first target token: nothing to tell apart")
+    return Swap(
+        follows_h=float((first == y[perm])[differ].double().mean()),
+        follows_s0=float((first == y)[differ].double().mean()),
+        n=int(differ.sum()),
+    )
+
+
+# --------------------------------------------------------------------------- the chapter's claims
+#: What :func:`interpretability_claims` computes on: held-out examples for the three maps, for
+#: the interventions and the trained-uniform baselines, and sources for the adversarial search.
+N_EXPLAIN, N_INTERVENE, N_ADVERSARIAL = 20, 200, {"reverse": 8, "majority": 30}
+
+
+def interpretability_claims(seed: int = 0) -> dict:
+    """Chapter 09's claims about trained models, computed and checked for one training seed.
+
+    With ``seed=0`` the shipped checkpoints are read (what the chapter shows);
+    with another seed the same recipes are retrained with that training seed
+    (:func:`attnlib.pretrained.retrain`). Models: "reverse" and "majority",
+    and the same two trained with frozen uniform attention
+    ("reverse_uniform", "majority_uniform").
+
+    Returns
+    -------
+    dict
+        The numbers the chapter glues and the objects it draws, plus
+        ``"checks"``: the :class:`~attnlib.claims.Checked` claims, grouped by
+        the chapter's sections ("agreement", "disagreement", "eos",
+        "interventions", "adversarial", "trained_uniform", "s0"), each a
+        list to display under its sentence.
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability);
+    ``tests/test_seeds_interpretability.py`` runs this for three seeds.
+    """
+    from attnlib import claims, pretrained
+
+    def get(name: str) -> pretrained.Pretrained:
+        return pretrained.load(name) if seed == 0 else pretrained.retrain(name, seed=seed)
+
+    rev, maj = get("reverse"), get("majority")
+    rev_u, maj_u = get("reverse_uniform"), get("majority_uniform")
+    uniform = attention_intervention("uniform")
+    found: dict = {"seed": seed}
+    checks: dict[str, list] = {}
+
+    # -- three maps, with and without <eos>
+    exs = [explain(rev.model, rev.task, src) for src, _ in rev.task.test[:N_EXPLAIN]]
+    table = agreement_table(exs)
+    letters = agreement_table([ex.content() for ex in exs])
+    alpha_loo, alpha_loo_letters = table["alpha", "loo"], letters["alpha", "loo"]
+    loo_eos = special_top_share(exs, "loo")
+    loo_top = [np.abs(ex.loo).argmax(axis=1) for ex in exs]
+    disagree = [  # at each step where the two top positions differ: is leave-one-out's <eos>?
+        top[t] == len(ex.src) - 1
+        for ex, top in zip(exs, loo_top, strict=True)
+        for t in range(len(ex.out))
+        if top[t] != ex.alpha[t].argmax()
+    ]
+    eos_of_disagree = float(np.mean(disagree))
+    alpha_eos = special_top_share(
+        [dataclasses.replace(ex, **_letter_rows(ex)) for ex in exs], "alpha"
+    )
+    found.update(
+        explanations=exs,
+        table=table,
+        letters=letters,
+        loo_eos=loo_eos,
+        alpha_eos=alpha_eos,
+        eos_of_disagree=eos_of_disagree,
+    )
+    checks["agreement"] = [
+        claims.at_most(
+            alpha_loo.top1,
+            0.8,
+            "counting <eos>, attention and leave-one-out pick different top positions at a fifth "
+            "of the steps or more",
+            name="top-1 agreement, <eos> included",
+        ),
+        claims.between(
+            loo_eos,
+            0.2,
+            0.5,
+            "blanking <eos> is leave-one-out's top position at a large share of the steps "
+            "(a fifth to a half)",
+            name="share of steps",
+        ),
+        claims.at_least(
+            eos_of_disagree,
+            0.5,
+            "most of the steps where the two disagree are steps where leave-one-out's top is <eos>",
+            name="share of the disagreeing steps",
+        ),
+        claims.at_most(
+            alpha_eos,
+            0.02,
+            "attention (almost) never puts its largest weight on <eos> while writing a letter",
+            name="share of letter steps",
+        ),
+        claims.at_least(
+            alpha_loo_letters.top1,
+            0.9,
+            "on the letters alone, attention and leave-one-out agree at nine steps in ten or more",
+            name="top-1 agreement, letters only",
+        ),
+        claims.greater(
+            alpha_loo_letters.top1,
+            letters["loo", "grad_input"].top1,
+            "on the letters, gradient × input agrees with leave-one-out less often than "
+            "attention does",
+            names=("α vs LOO", "LOO vs G×I"),
+        ),
+    ]
+
+    # -- the letter steps where attention and leave-one-out disagree
+    split = [
+        (ex.src[int(ex.loo[t].argmax())] == ex.out[t], abs(int(ex.loo[t].argmax()) - i_alpha) == 1)
+        for ex in (e.content() for e in exs)
+        for t, i_alpha in enumerate(ex.alpha.argmax(axis=1))
+        if int(ex.loo[t].argmax()) != i_alpha
+    ]
+    pattern = float(np.mean([written and beside for written, beside in split])) if split else 1.0
+    found.update(n_disagree=len(split), disagree_pattern=pattern)
+    checks["disagreement"] = [
+        claims.at_least(
+            pattern,
+            0.5,
+            "at most letter steps where they disagree, leave-one-out's top position holds the "
+            "letter being written and attention's top position is next to it",
+            name=f"share of the {len(split)} steps",
+        )
+    ]
+
+    # -- what blanking <eos> does
+    sources = [src for src, _ in rev.task.test[:N_INTERVENE]]
+    eos, middle = (blanking_effect(rev.model, rev.task, sources, w) for w in ("eos", "middle"))
+    found.update(blank_eos=eos, blank_middle=middle)
+    checks["eos"] = [
+        claims.at_least(
+            eos.h_change / middle.h_change,
+            3.0,
+            "blanking <eos> moves the other h_i several times more than blanking a letter",
+            name="ratio of the mean relative changes",
+        ),
+        claims.at_most(
+            eos.h_change_forward,
+            1e-6,
+            "the forward half →h_i of every letter does not change at all",
+            name="mean relative change of →h_i",
+        ),
+        claims.at_least(
+            eos.extra_tokens,
+            2.0,
+            "without its <eos> the model no longer finds the end: its outputs grow longer",
+            name="mean extra output tokens",
+        ),
+        claims.between(
+            middle.extra_tokens,
+            -1.0,
+            0.0,
+            "with a blanked letter the output is shorter, by less than one token on average",
+            name="mean extra output tokens",
+        ),
+    ]
+
+    # -- test-time interventions (Jain & Wallace's permutation, and uniform weights)
+    runs = {
+        (name, mode): intervention_effect(p.model, p.task, mode, n=N_INTERVENE, seed=0)
+        for name, p in (("reverse", rev), ("majority", maj))
+        for mode in ("permute", "uniform")
+    }
+    found["interventions"] = runs
+    checks["interventions"] = [
+        claims.at_most(
+            max(runs["reverse", m].exact_after for m in ("permute", "uniform")),
+            0.05,
+            "permuted or uniform weights destroy the reversal model's output",
+            name="exact match after, the larger",
+        ),
+        claims.at_least(
+            min(runs["majority", m].exact_after for m in ("permute", "uniform")),
+            runs["majority", "uniform"].exact_before - 0.05,
+            "the majority model barely notices permuted or uniform weights",
+            name="exact match after, the smaller",
+        ),
+        claims.at_most(
+            runs["majority", "uniform"].tvd,
+            0.05,
+            "uniform weights move the majority model's output distributions very little",
+            name="mean TVD",
+        ),
+    ]
+
+    # -- adversarial weights (Jain & Wallace's key test), one decoder step at a time
+    adv = {
+        name: adversarial_attention(
+            p.model, p.task, [src for src, _ in p.task.test[: N_ADVERSARIAL[name]]], seed=0
+        )
+        for name, p in (("reverse", rev), ("majority", maj))
+    }
+    kept, kept_adv = adv["reverse"].token_weight()
+    rep_, moved = adv["reverse"].repeated(), adv["reverse"].moved()
+    found.update(
+        adversarial=adv,
+        jsd={name: a.median_jsd() for name, a in adv.items()},
+        moved_majority=float(np.median(adv["majority"].moved())),
+        moved_repeated=float(np.median(moved[rep_])),
+        moved_unique=float(np.median(moved[~rep_])),
+        copy_repeated=float(adv["reverse"].copy_weight()[rep_].mean()),
+        letter_weight=float(kept.mean()),
+        letter_weight_adv=float(kept_adv.mean()),
+        letter_unique=float(kept[~rep_].mean()),
+        letter_unique_adv=float(kept_adv[~rep_].mean()),
+        n_repeated=int(rep_.sum()),
+    )
+    checks["adversarial"] = [
+        claims.at_most(
+            max(a.tvd.max() for a in adv.values()),
+            adv["reverse"].eps,
+            "every adversarial α' leaves its step's output distribution within the tolerance",
+            name="largest TVD of an output",
+        ),
+        claims.at_least(
+            found["moved_majority"],
+            0.5,
+            "for the majority model, α' moves more than half of the weight and the answer stays",
+            name="median share of the weight moved",
+        ),
+        claims.at_least(
+            found["letter_weight_adv"] / found["letter_weight"],
+            0.95,
+            "the reversal model's α' keeps as much weight on the letter being written as α, "
+            "or more",
+            name="ratio of the mean weights on that letter",
+        ),
+        claims.at_least(
+            found["moved_repeated"],
+            0.9,
+            "when the letter occurs more than once, α' moves nearly all of the weight",
+            name="median share moved",
+        ),
+        claims.at_least(
+            found["copy_repeated"],
+            0.5,
+            "there, most of α' lands on another copy of the same letter",
+            name="mean weight of α' on the other copies",
+        ),
+        claims.at_least(
+            found["letter_unique_adv"] / found["letter_unique"],
+            0.75,
+            "when the letter occurs once, α' keeps most of α's weight on it",
+            name="ratio of the mean weights on the letter",
+        ),
+        claims.greater(
+            found["moved_majority"],
+            found["moved_unique"],
+            "when the letter occurs once, less weight can move than for the majority model",
+            names=("majority", "reverse, unique letter"),
+            by=0.1,
+        ),
+    ]
+
+    # -- Wiegreffe & Pinter's baseline: trained with frozen uniform attention
+    trained = {}
+    for name, pu in (("reverse", rev_u), ("majority", maj_u)):
+        sub = _first(pu.task, "test", N_INTERVENE)  # the examples of the interventions
+        edit = pretrained.score_edit(f"{name}_uniform")  # it runs as it was trained
+        trained[name] = evaluate(pu.model, sub, "test", edit=edit).exact_match
+    found["trained_uniform"] = trained
+    rev_runs, maj_runs = runs["reverse", "uniform"], runs["majority", "uniform"]
+    checks["trained_uniform"] = [
+        claims.greater(
+            rev_runs.exact_before,
+            trained["reverse"],
+            "trained with uniform attention, the reversal model is far worse",
+            names=("learned α", "trained uniform"),
+            by=0.4,
+        ),
+        claims.close(
+            trained["majority"],
+            maj_runs.exact_before,
+            "trained with uniform attention, the majority model does as well",
+            tol=0.03,
+            name="|exact match difference|",
+        ),
+        claims.greater(
+            trained["reverse"],
+            rev_runs.exact_after,
+            "a model trained without attention does better than uniform weights swapped in at "
+            "test time",
+            names=("trained uniform", "swapped at test time"),
+        ),
+    ]
+
+    # -- where the counts reach the decoder: s_0 or the c_t
+    swaps = {
+        "majority, uniform α": swap_s0(maj.model, maj.task, edit=uniform),
+        "majority_uniform": swap_s0(
+            maj_u.model, maj_u.task, edit=pretrained.score_edit("majority_uniform")
+        ),
+    }
+    found["swaps"] = swaps
+    checks["s0"] = [
+        c
+        for label, sw in swaps.items()
+        for c in (
+            claims.at_least(
+                sw.follows_h,
+                0.7,
+                f"{label}: the answer follows the string whose h_i the decoder averages",
+                name="share of answers",
+            ),
+            claims.at_most(
+                sw.follows_s0,
+                0.2,
+                f"{label}: it rarely follows the string that gave s_0",
+                name="share of answers",
+            ),
+        )
+    ]
+    found["checks"] = checks
+    return found
+
+
+def _letter_rows(ex: Explanation) -> dict:
+    """The rows of ``ex`` whose output token is a content token (for dataclasses.replace)."""
+    rows = [t for t, tok in enumerate(ex.out) if tok not in SPECIALS]
+    return {
+        "out": [ex.out[t] for t in rows],
+        "alpha": ex.alpha[rows],
+        "loo": ex.loo[rows],
+        "grad_input": ex.grad_input[rows],
+    }

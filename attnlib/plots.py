@@ -12,7 +12,8 @@ notebook cell (``mystnb`` metadata), not to ``ax.set_title``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -514,14 +515,27 @@ def step_diagram(
     src_tokens: Sequence[str],
     vocab: Sequence[str],
     t: int = 1,
+    *,
+    y_prev: str | None = None,
+    W_a: ArrayLike | None = None,
+    U_a: ArrayLike | None = None,
+    v_a: ArrayLike | None = None,
 ) -> Figure:
-    """Draw one decoder step from real numbers: h_i → e_ti → α_ti → c_t → s_t → ỹ_t.
+    """Draw one decoder step from real numbers, with one arrow per dependency of its equations.
 
-    Top row: the previous state s_{t-1} and the encoder states h_i (one column
-    per source word) feed the scores e_ti, which the softmax turns into α_ti.
-    Bottom row: the weighted sum c_t, the new state s_t and the prediction ỹ_t.
-    Arrows name the operation between panels. Vector values are written in their
-    cells, coloured on a viridis scale shared by all vectors.
+    The figure draws, in three lanes,
+
+    - top: the score parameters W_a, U_a, v_a (if given), the encoder states
+      h_i (one column per source word) and the context c_t = Σ_i α_ti h_i;
+    - middle: the previous state s_{t-1}, the scores
+      e_ti = v_aᵀ tanh(W_a s_{t-1} + U_a h_i) and the weights α_ti = softmax(e_t);
+    - bottom: the word fed in, y_{t-1}, the new state s_t = f(s_{t-1}, y_{t-1}, c_t)
+      and the prediction ỹ_t = g(s_t, c_t, y_{t-1}).
+
+    Arrows (each one has the gid ``"source -> target"``, e.g. ``"s_{t-1} -> s_t"``):
+    h_i → e, s_{t-1} → e, e → α, α → c, h_i → c, s_{t-1} → s_t, y_{t-1} → s_t,
+    c_t → s_t, s_t → ỹ_t, c_t → ỹ_t, y_{t-1} → ỹ_t. Vector and parameter values
+    are written in their cells, coloured on one viridis scale.
 
     Parameters
     ----------
@@ -531,10 +545,17 @@ def step_diagram(
     c : (d_h,)
     s : (d_s,)
     y_tilde : (V,)
+        The predicted distribution over the output words.
     src_tokens : T_x strings
     vocab : V strings
     t : int
         The step number shown in the labels.
+    y_prev : str, optional
+        The word fed in at this step (e.g. ``"<bos>"`` at t = 1).
+    W_a : (d_a, d_s), optional
+    U_a : (d_a, d_h), optional
+    v_a : (d_a,), optional
+        The score parameters, drawn with their values when given.
 
     Returns
     -------
@@ -544,59 +565,106 @@ def step_diagram(
     --------
     The chapter "The attention step, pictured" (chapters/02_attention_step).
     """
-    from matplotlib.patches import ConnectionPatch
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.path import Path
 
     h = np.asarray(h, dtype=float)
-    lim = float(max(np.max(np.abs(h)), np.max(np.abs(np.asarray(s_prev))), np.max(np.abs(s))))
-    fig = plt.figure(figsize=(10.0, 6.0), layout="constrained")
-    grid = fig.add_gridspec(2, 4, width_ratios=[0.8, 1.6, 1.6, 1.6])
-    ax_sp = fig.add_subplot(grid[0, 0])
-    ax_h = fig.add_subplot(grid[0, 1])
-    ax_e = fig.add_subplot(grid[0, 2])
-    ax_a = fig.add_subplot(grid[0, 3])
-    ax_c = fig.add_subplot(grid[1, 1])
-    ax_s = fig.add_subplot(grid[1, 2])
-    ax_y = fig.add_subplot(grid[1, 3])
-    tp = f"{t - 1}" if t > 1 else "0"
-    vector(s_prev, ax_sp, name=f"s_{tp}  (s_{{t-1}})", vlim=lim)
-    vector(h.T, ax_h, name="h_i  (one column per word)", vlim=lim, labels=src_tokens)
-    bars(e, src_tokens, ax=ax_e, ylabel=f"e_{t}i", xlabel="source word i")
-    bars(alpha, src_tokens, ax=ax_a, ylabel=f"α_{t}i", xlabel="source word i", ylim=(0, 1.1))
-    vector(c, ax_c, name=f"c_{t} = Σ_i α_{t}i h_i", vlim=lim)
-    image = vector(s, ax_s, name=f"s_{t} = f(s_{tp}, y_{t - 1}, c_{t})", vlim=lim)
-    bars(y_tilde, vocab, ax=ax_y, ylabel=f"ỹ_{t}: P(word)", xlabel="output word", ylim=(0, 1.1))
-    ax_y.tick_params(axis="x", labelrotation=45)
-    fig.colorbar(image, ax=[ax_c, ax_s], label="component value", shrink=0.8, location="left")
-    arrows = [
-        (ax_sp, (1, 0.5), ax_h, (0, 0.5), "score with"),
-        (ax_h, (1, 0.5), ax_e, (-0.25, 0.5), "e_ti"),
-        (ax_e, (1, 0.5), ax_a, (-0.25, 0.5), "softmax"),
-        (ax_a, (0.5, -0.3), ax_c, (1.0, 1.0), "weights × h_i"),
-        (ax_c, (1, 0.5), ax_s, (0, 0.5), "RNN f"),
-        (ax_s, (1, 0.5), ax_y, (-0.3, 0.5), "output g"),
-    ]
-    for ax_from, xy_from, ax_to, xy_to, text in arrows:
-        arrow = ConnectionPatch(
-            xy_from,
-            xy_to,
-            coordsA=ax_from.transAxes,
-            coordsB=ax_to.transAxes,
+    ev, p = np.asarray(e, dtype=float), np.asarray(y_tilde, dtype=float)
+    named = (("W_a", W_a), ("U_a", U_a), ("v_a", v_a))
+    params = [(n, np.asarray(m, dtype=float)) for n, m in named if m is not None]
+    shown = [h, np.asarray(s_prev, dtype=float), np.asarray(c, dtype=float)]
+    shown += [np.asarray(s, dtype=float)] + [m for _, m in params]
+    lim = float(max(np.max(np.abs(a)) for a in shown)) or 1.0
+    tm, ts = f"{t - 1}", f"{t}"
+    red = "#b2182b"
+    fig = plt.figure(figsize=(8.0, 7.6))
+
+    def column(
+        v: ArrayLike,
+        rect: tuple[float, float, float, float],
+        title: str,
+        labels: Sequence[str] | None = None,
+    ) -> AxesImage:
+        ax = fig.add_axes(rect)
+        image = vector(v, ax, name="", vlim=lim, labels=labels)
+        ax.set_title(title, fontsize=11, loc="center" if len(title) < 30 else "left")
+        for txt in ax.texts:
+            txt.set_fontsize(9)
+        return image
+
+    def arrow(
+        pts: list[tuple[float, float]], gid: str, label: str = "", at: tuple[float, float] = (0, 0)
+    ) -> None:
+        codes = [Path.MOVETO] + [Path.LINETO] * (len(pts) - 1)
+        patch = FancyArrowPatch(
+            path=Path(pts, codes),
+            transform=fig.transFigure,
             arrowstyle="-|>",
-            color="#d62728",
-            linewidth=1.5,
-            mutation_scale=14,
+            color=red,
+            linewidth=1.6,
+            mutation_scale=15,
         )
-        fig.add_artist(arrow)
-        ax_from.annotate(
-            text,
-            xy=xy_from,
-            xycoords="axes fraction",
-            xytext=(4, 5),
-            textcoords="offset points",
-            ha="left",
-            fontsize=8,
-            color="#d62728",
-        )
+        patch.set_gid(gid)
+        fig.add_artist(patch)
+        if label:
+            fig.text(*at, label, fontsize=10, color=red)
+
+    # Top lane: the parameters, the encoder states, the context made from them.
+    column(h.T, (0.36, 0.74, 0.27, 0.19), "encoder states $h_i$", labels=src_tokens)
+    column(c, (0.925, 0.74, 0.06, 0.19), f"$c_{{{ts}}}$")
+    if params:
+        fig.text(0.02, 0.955, "score parameters (the same at every step)", fontsize=10)
+        spots = {"W_a": (0.02, 0.86), "v_a": (0.20, 0.86), "U_a": (0.02, 0.745)}
+        for name, m in params:
+            m2 = m.reshape(-1, 1) if m.ndim == 1 else m
+            ax = fig.add_axes((*spots[name], 0.045 * m2.shape[1], 0.03 * m2.shape[0]))
+            vector(m2, ax, name="", vlim=lim)
+            for txt in ax.texts:
+                txt.set_fontsize(8)
+            ax.set_xlabel(f"${name[0]}_a$", fontsize=10, labelpad=2)
+    # Middle lane: scores and weights.
+    image = column(s_prev, (0.04, 0.44, 0.07, 0.18), f"$s_{{{tm}}}$")
+    ax_e = fig.add_axes((0.36, 0.44, 0.27, 0.16))
+    bars(ev, src_tokens, ax=ax_e, xlabel="", ylabel="")
+    lo, hi = min(ev.min(), 0.0), max(ev.max(), 0.0)
+    ax_e.set_ylim(lo - 0.25 * (hi - lo or 1.0), hi + 0.25 * (hi - lo or 1.0))
+    ax_e.set_title(rf"$e_{{{ts}i}} = v_a^\top \tanh(W_a s_{{{tm}}} + U_a h_i)$", fontsize=11)
+    ax_a = fig.add_axes((0.68, 0.44, 0.22, 0.16))
+    bars(alpha, src_tokens, ax=ax_a, xlabel="", ylabel="", ylim=(0, 1.15))
+    ax_a.set_title(rf"$\alpha_{{{ts}i}} = \mathrm{{softmax}}_i(e_{{{ts}i}})$", fontsize=11)
+    for ax in (ax_e, ax_a):
+        ax.set_yticks([])
+        ax.tick_params(axis="x", labelsize=9)
+    # Bottom lane: the word fed in, the new state, the prediction.
+    word = y_prev if y_prev is not None else "the previous word"
+    box = {"boxstyle": "round,pad=0.4", "facecolor": "white", "edgecolor": "0.3"}
+    fig.text(0.02, 0.10, f"$y_{{{tm}}}$ = {word}", fontsize=11, bbox=box)
+    column(s, (0.40, 0.07, 0.07, 0.18), f"$s_{{{ts}}} = f(s_{{{tm}}}, y_{{{tm}}}, c_{{{ts}}})$")
+    ax_y = fig.add_axes((0.72, 0.07, 0.26, 0.18))
+    ax_y.barh(range(p.size), p, color=BAR_COLOR, edgecolor="black", linewidth=0.6)
+    for k, value in enumerate(p):
+        ax_y.text(value + 0.02, k, f"{value:.2f}", va="center", fontsize=9)
+    ax_y.set_yticks(range(p.size), [str(w) for w in vocab], fontsize=9)
+    ax_y.invert_yaxis()
+    ax_y.set_xlim(0, 1.3)
+    ax_y.set_xticks([])
+    ax_y.set_xlabel("P(next word)", fontsize=9, loc="right")
+    ax_y.set_title(rf"$\tilde y_{{{ts}}} = g(s_{{{ts}}}, c_{{{ts}}}, y_{{{tm}}})$", fontsize=11)
+    fig.colorbar(image, cax=fig.add_axes((0.14, 0.29, 0.2, 0.015)), orientation="horizontal")
+    fig.text(0.24, 0.315, "value in a cell", fontsize=9, ha="center")
+    # One arrow per dependency in the equations (figure coordinates).
+    arrow([(0.495, 0.705), (0.495, 0.635)], "h_i -> e", "$U_a h_i$", (0.505, 0.66))
+    arrow([(0.115, 0.53), (0.345, 0.53)], "s_{t-1} -> e", f"$W_a s_{{{tm}}}$", (0.13, 0.54))
+    arrow([(0.635, 0.53), (0.675, 0.53)], "e -> alpha")
+    arrow([(0.87, 0.635), (0.935, 0.725)], "alpha -> c_t")
+    sum_label = rf"$c_{{{ts}}} = \sum_i \alpha_{{{ts}i}} h_i$"
+    arrow([(0.64, 0.835), (0.915, 0.835)], "h_i -> c_t", sum_label, (0.655, 0.855))
+    arrow([(0.075, 0.435), (0.075, 0.20), (0.395, 0.20)], "s_{t-1} -> s_t")
+    arrow([(0.14, 0.115), (0.395, 0.115)], "y_{t-1} -> s_t")
+    arrow([(0.06, 0.085), (0.06, 0.025), (0.76, 0.025), (0.76, 0.065)], "y_{t-1} -> y~_t")
+    arrow([(0.955, 0.735), (0.955, 0.36), (0.435, 0.36), (0.435, 0.285)], "c_t -> s_t")
+    arrow([(0.955, 0.36), (0.955, 0.285)], "c_t -> y~_t")
+    arrow([(0.475, 0.16), (0.62, 0.16)], "s_t -> y~_t")
     return fig
 
 
@@ -659,8 +727,19 @@ def growth(
     return lines
 
 
+class _Bucket(Protocol):
+    """What :func:`by_length` reads of a bucket (e.g. :class:`attnlib.train.Bucket`)."""
+
+    @property
+    def lo(self) -> int: ...
+    @property
+    def hi(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+
+
 def by_length(
-    series: dict[str, Sequence[object]],
+    series: Mapping[str, Sequence[_Bucket]],
     ax: Axes | None = None,
     *,
     metric: str = "exact_match",
@@ -711,9 +790,9 @@ def by_length(
         missing = [b for b in buckets if not hasattr(b, metric)]
         if missing:
             raise ValueError(f"the buckets of {label!r} have no attribute {metric!r}")
-        x = [(b.lo + b.hi) / 2 for b in buckets]  # type: ignore[attr-defined]
+        x = [(b.lo + b.hi) / 2 for b in buckets]
         y = [float(getattr(b, metric)) for b in buckets]
-        ticks.update({xi: b.label for xi, b in zip(x, buckets, strict=True)})  # type: ignore[attr-defined]
+        ticks.update({xi: b.label for xi, b in zip(x, buckets, strict=True)})
         (line,) = ax.plot(
             x, y, styles[k % 4], marker=markers[k % 4], color=colours[k], linewidth=2, label=label
         )

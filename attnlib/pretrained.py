@@ -46,7 +46,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from attnlib.models import Seq2Seq, make_seq2seq
+from attnlib.importance import attention_intervention
+from attnlib.models import ScoreEdit, Seq2Seq, make_seq2seq
 from attnlib.tasks import Task, make_task
 from attnlib.train import Bucket, History, Metrics, evaluate, train
 
@@ -62,6 +63,7 @@ __all__ = [
     "names",
     "reseeded",
     "retrain",
+    "score_edit",
     "weight_gap",
 ]
 
@@ -88,6 +90,11 @@ class Recipe:
         Keywords of :func:`attnlib.train.train`.
     buckets : int or list of int
         Length buckets for the stored test metrics.
+    attention : {"learned", "uniform"}
+        "learned": the model computes its own weights α_ti. "uniform": the
+        model is trained, evaluated and meant to be run with frozen uniform
+        weights α_ti = 1/T_x (Wiegreffe & Pinter's baseline); :func:`score_edit`
+        gives the edit to pass as ``edit=`` when running it.
     """
 
     name: str
@@ -96,16 +103,18 @@ class Recipe:
     model: dict[str, Any]
     fit: dict[str, Any]
     buckets: Any = 5
+    attention: str = "learned"
 
     def as_dict(self) -> dict[str, Any]:
         """What a checkpoint stores to say how it was made (``about`` is left out)."""
-        return {
+        made = {
             "name": self.name,
             "task": dict(self.task),
             "model": dict(self.model),
             "fit": dict(self.fit),
             "buckets": self.buckets,
         }
+        return made if self.attention == "learned" else {**made, "attention": self.attention}
 
 
 class Pretrained(NamedTuple):
@@ -122,7 +131,15 @@ _SMALL = {"emb": 16, "hidden": 32, "d_s": 48, "d_a": 16}  # d_h = 2 × 32 = 64 �
 _FIT = {"batch_size": 128, "lr": 8e-3, "decay": True, "clip": 1.0, "eval_every": 50, "seed": 0}
 
 
-def _recipe(name: str, about: str, task: dict, model: dict, fit: dict, buckets: Any = 5) -> Recipe:
+def _recipe(
+    name: str,
+    about: str,
+    task: dict,
+    model: dict,
+    fit: dict,
+    buckets: Any = 5,
+    attention: str = "learned",
+) -> Recipe:
     return Recipe(
         name=name,
         about=about,
@@ -130,14 +147,16 @@ def _recipe(name: str, about: str, task: dict, model: dict, fit: dict, buckets: 
         model={**_SMALL, "seed": 0, **model},
         fit={**_FIT, **fit},
         buckets=buckets,
+        attention=attention,
     )
 
 
 _SHORT = {"steps": 200, "target": 0.998, "lr": 1.5e-2}  # copy, reverse (5–15 tokens)
 _DATES = {"steps": 300, "target": 0.998}
-_LONG_TASK = {"name": "copy", "min_len": 5, "max_len": 30}
-_LONG_FIT = {"steps": 500, "eval_every": 100}  # no early stop: the same budget for both
-_LONG_BUCKETS = [5, 10, 15, 20, 25]
+_LONG_TASK = {"name": "copy", "min_len": 5, "max_len": 20}
+# No early stop: the same budget for both (and four times it for 'long_copy_none_4x').
+_LONG_FIT = {"steps": 300, "eval_every": 100, "lr": 1.5e-2}
+_LONG_BUCKETS = [5, 9, 13, 17]
 _RECIPES = [
     _recipe("copy", "Bahdanau model on copy (5–15): a clean diagonal",
             {"name": "copy"}, {}, _SHORT),
@@ -152,12 +171,15 @@ _RECIPES = [
     _recipe("dates_luong", "Luong model (general score, queried with s_t) on dates, "
             "same data and budget as 'dates'",
             {"name": "dates"}, {"decoder": "luong"}, _DATES),
-    _recipe("long_copy_none", "no-attention baseline on copy (5–30), same budget as "
+    _recipe("long_copy_none", "no-attention baseline on copy (5–20), same budget as "
             "long_copy_attention: it degrades as inputs grow",
             _LONG_TASK, {"decoder": "none"}, _LONG_FIT, _LONG_BUCKETS),
-    _recipe("long_copy_attention", "Bahdanau model on copy (5–30), same budget as "
+    _recipe("long_copy_attention", "Bahdanau model on copy (5–20), same budget as "
             "long_copy_none: it holds on the longest inputs",
             _LONG_TASK, {}, _LONG_FIT, _LONG_BUCKETS),
+    _recipe("long_copy_none_4x", "no-attention baseline on copy (5–20) with four times the "
+            "budget of long_copy_attention: short strings improve, long ones stay wrong",
+            _LONG_TASK, {"decoder": "none"}, {**_LONG_FIT, "steps": 1200}, _LONG_BUCKETS),
     _recipe("copy_embedding", "ablation of 'copy': the encoder is bare embeddings "
             "(h_i = E x_i, no RNN), same budget", {"name": "copy"}, {"encoder": "embedding"},
             _SHORT),
@@ -165,6 +187,34 @@ _RECIPES = [
             "same budget", {"name": "dates"}, {"context_in": "state"}, _DATES),
     _recipe("dates_ctx_output", "ablation of 'dates': c_t enters the output only, "
             "same budget", {"name": "dates"}, {"context_in": "output"}, _DATES),
+    # 'dates' and its two context_in ablations with training seeds 1 and 2 (initial weights
+    # and batch order; the same data): pretrained.reseeded(name, seed) under a name of its own,
+    # so that "12_why" reads nine learning curves from checkpoints instead of training them.
+    *[_recipe(f"{base}_seed{s}", f"'{base}' with training seed {s} (same data and budget): "
+              "one of the nine learning curves of the context_in comparison",
+              {"name": "dates"}, {**ablation, "seed": s}, {**_DATES, "seed": s})
+      for s in (1, 2)
+      for base, ablation in (("dates", {}), ("dates_ctx_state", {"context_in": "state"}),
+                             ("dates_ctx_output", {"context_in": "output"}))],
+    # Wiegreffe & Pinter's baseline: the same models trained (and run) with frozen uniform
+    # attention, on a task that needs attention and on one that does not.
+    _recipe("reverse_uniform", "'reverse' trained with frozen uniform attention "
+            "(α_ti = 1/T_x), same budget: the baseline of chapter 09",
+            {"name": "reverse"}, {}, _SHORT, attention="uniform"),
+    _recipe("majority_uniform", "'majority' trained with frozen uniform attention "
+            "(α_ti = 1/T_x), same budget: the baseline of chapter 09",
+            {"name": "majority", "n_train": 10_000}, {}, {"steps": 150}, attention="uniform"),
+    # Bahdanau → Luong on dates, one change at a time (chapter 08): the score, then where c_t
+    # enters, then the query's timing; 'dates_luong' adds input feeding last.
+    _recipe("dates_general", "ablation of 'dates': Luong's general score s_{t-1}ᵀ W_a h_i in "
+            "Bahdanau's decoder, same data and budget", {"name": "dates"}, {"score": "general"},
+            _DATES),
+    _recipe("dates_general_output", "ablation of 'dates_general': c_t enters the output only, "
+            "same budget", {"name": "dates"}, {"score": "general", "context_in": "output"},
+            _DATES),
+    _recipe("dates_luong_nofeed", "Luong model without input feeding on dates: "
+            "'dates_general_output' queried with s_t instead of s_{t-1}, same budget",
+            {"name": "dates"}, {"decoder": "luong", "input_feeding": False}, _DATES),
 ]  # fmt: skip
 RECIPES: dict[str, Recipe] = {r.name: r for r in _RECIPES}
 """Every pretrained model by name."""
@@ -229,11 +279,41 @@ def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
     return Path(directory or CHECKPOINT_DIR) / f"{name}.pt"
 
 
+def _edit(recipe: Recipe) -> ScoreEdit | None:
+    if recipe.attention == "learned":
+        return None
+    if recipe.attention == "uniform":
+        return attention_intervention("uniform")
+    raise ValueError(f"attention must be 'learned' or 'uniform', got {recipe.attention!r}")
+
+
+def score_edit(name: str) -> ScoreEdit | None:
+    """The edit model ``name`` was trained with, to pass as ``edit=`` whenever it runs.
+
+    None for a model that computes its own weights; the uniform-attention edit
+    (:func:`attnlib.importance.attention_intervention`) for one trained with
+    frozen uniform weights (``Recipe.attention == "uniform"``). Its stored
+    metrics were computed with this edit.
+
+    Examples
+    --------
+    >>> model, task, _, metrics = load("majority_uniform")
+    >>> evaluate(model, task, "test", edit=score_edit("majority_uniform")) == metrics
+    True
+
+    See Also
+    --------
+    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    """
+    return _edit(_recipe_for(name))
+
+
 def _fit(recipe: Recipe, progress: bool) -> Pretrained:
     task = make_task(**recipe.task)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
-    history = train(model, task, progress=progress, **recipe.fit)
-    metrics = evaluate(model, task, "test", buckets=recipe.buckets)
+    edit = _edit(recipe)
+    history = train(model, task, progress=progress, edit=edit, **recipe.fit)
+    metrics = evaluate(model, task, "test", buckets=recipe.buckets, edit=edit)
     return Pretrained(model, task, history, metrics)
 
 

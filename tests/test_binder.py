@@ -25,10 +25,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import CHAPTERS, ROOT
+
+# A fresh venv from binder/ alone takes minutes: `make test` runs this, `make check` does not.
+pytestmark = pytest.mark.slow
+
 BINDER = ROOT / "binder"
 #: The chapter executed in the Binder environment (the first one a learner opens).
-CHAPTER = ROOT / "chapters" / "01_symbols.ipynb"
+CHAPTER = CHAPTERS / "01_symbols.ipynb"
 PROBE = (
     "import json, sys, attnlib, torch\n"
     "print('BINDER-PROBE ' + json.dumps({'prefix': sys.prefix, 'attnlib': attnlib.__file__,\n"

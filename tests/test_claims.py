@@ -25,18 +25,12 @@ from attnlib.models import BiGRUEncoder, EmbeddingEncoder, make_seq2seq
 from attnlib.pretrained import load
 from attnlib.tasks import BOS_ID, SVO_ADVERBS, SVO_VERBS
 from attnlib.train import evaluate, translate
+from conftest import finite_floats, rand_params
+from conftest import score_vectors as _score_vectors
 
-finite = st.floats(-30, 30, allow_nan=False, allow_infinity=False)
-
-
-def score_vectors(min_len: int = 2, max_len: int = 40):
-    return st.integers(min_len, max_len).flatmap(
-        lambda n: arrays(np.float64, (n,), elements=finite)
-    )
-
-
-def rand_params(rng, d_s=3, d_h=4, d_a=5):
-    return rng.normal(size=(d_a, d_s)), rng.normal(size=(d_a, d_h)), rng.normal(size=d_a)
+#: Part III's scores: within ±30, two to forty of them.
+finite = finite_floats(30)
+score_vectors = functools.partial(_score_vectors, min_len=2, max_len=40, bound=30)
 
 
 # ============================================================================ 10 true or false

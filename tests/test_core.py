@@ -9,26 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 import attnlib as al
-
-# ----------------------------------------------------------------------------- helpers
-finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
-
-
-def scores(min_len: int = 1, max_len: int = 12):
-    return st.integers(min_len, max_len).flatmap(
-        lambda n: arrays(np.float64, (n,), elements=finite)
-    )
-
-
-def params(rng: np.random.Generator, d_s: int = 3, d_h: int = 5, d_a: int = 2):
-    return (
-        rng.normal(size=(d_a, d_s)),
-        rng.normal(size=(d_a, d_h)),
-        rng.normal(size=d_a),
-    )
+from conftest import rand_params, score_vectors
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -80,7 +63,7 @@ def test_mask_broadcasts_over_batch_but_needs_every_position():
     np.testing.assert_allclose(alpha, np.tile([0.5, 0.0, 0.5], (4, 1)))
 
 
-@given(scores(min_len=2), st.data())
+@given(score_vectors(min_len=2), st.data())
 def test_masked_positions_do_not_influence_the_rest(e, data):
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(e), max_size=len(e))))
     if not mask.any():
@@ -90,7 +73,7 @@ def test_masked_positions_do_not_influence_the_rest(e, data):
     np.testing.assert_array_equal(al.softmax(e, mask=mask), al.softmax(moved, mask=mask))
 
 
-@given(scores())
+@given(score_vectors())
 def test_softmax_weights_are_a_distribution(e):
     alpha = al.softmax(e)
     assert np.all(alpha >= 0)
@@ -98,12 +81,12 @@ def test_softmax_weights_are_a_distribution(e):
     assert abs(alpha.sum() - 1.0) < 1e-12
 
 
-@given(scores(), st.floats(-1e3, 1e3))
+@given(score_vectors(), st.floats(-1e3, 1e3))
 def test_adding_a_constant_to_all_scores_changes_nothing(e, k):
     np.testing.assert_allclose(al.softmax(e + k), al.softmax(e), atol=1e-12)
 
 
-@given(scores(min_len=2))
+@given(score_vectors(min_len=2))
 def test_softmax_preserves_the_ranking(e):
     alpha = al.softmax(e)
     order = np.argsort(e, kind="stable")
@@ -113,7 +96,7 @@ def test_softmax_preserves_the_ranking(e):
 # ----------------------------------------------------------------------------- scores
 def test_additive_scores_match_the_formula_written_out():
     rng = np.random.default_rng(0)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     s_prev = rng.normal(size=3)
     h = rng.normal(size=(4, 5))
     expected = [v_a @ np.tanh(W_a @ s_prev + U_a @ h_i) for h_i in h]
@@ -122,7 +105,7 @@ def test_additive_scores_match_the_formula_written_out():
 
 def test_additive_scores_batched_equals_one_at_a_time():
     rng = np.random.default_rng(1)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     s_prev = rng.normal(size=(2, 3, 3))  # two sentences, three decoder steps each
     h = rng.normal(size=(2, 1, 4, 5))
     batched = al.additive_scores(s_prev, h, W_a, U_a, v_a)
@@ -179,7 +162,7 @@ def test_entropy_one_per_step():
     np.testing.assert_allclose(al.entropy(alpha, base=2), [0.0, 1.0, 0.0])
 
 
-@given(scores())
+@given(score_vectors())
 def test_entropy_bounds(e):
     H = al.entropy(al.softmax(e))
     assert 0.0 <= H <= math.log(len(e)) + 1e-12
@@ -202,7 +185,7 @@ def test_identical_scores_give_the_mean_of_h(T_x, value):
 @given(st.integers(0, 2**32 - 1))
 def test_single_position_gets_all_the_weight(seed):
     rng = np.random.default_rng(seed)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     h = rng.normal(size=(1, 5))
     step = al.attend(rng.normal(size=3), h, W_a, U_a, v_a)
     assert step.alpha.tolist() == [1.0]
@@ -213,7 +196,7 @@ def test_single_position_gets_all_the_weight(seed):
 @given(st.integers(0, 2**32 - 1), st.integers(2, 9))
 def test_permuting_h_permutes_alpha_and_keeps_c(seed, T_x):
     rng = np.random.default_rng(seed)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     s_prev, h = rng.normal(size=3), rng.normal(size=(T_x, 5))
     perm = rng.permutation(T_x)
     a = al.attend(s_prev, h, W_a, U_a, v_a)
@@ -225,7 +208,7 @@ def test_permuting_h_permutes_alpha_and_keeps_c(seed, T_x):
 
 def test_attend_returns_named_parts_with_shapes():
     rng = np.random.default_rng(3)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     step = al.attend(rng.normal(size=(2, 3)), rng.normal(size=(2, 4, 5)), W_a, U_a, v_a)
     assert isinstance(step, al.AttentionStep)
     assert step.e.shape == (2, 4)
@@ -236,7 +219,7 @@ def test_attend_returns_named_parts_with_shapes():
 
 def test_attend_mask_zeroes_padding():
     rng = np.random.default_rng(4)
-    W_a, U_a, v_a = params(rng)
+    W_a, U_a, v_a = rand_params(rng, d_h=5, d_a=2)
     h = rng.normal(size=(4, 5))
     step = al.attend(rng.normal(size=3), h, W_a, U_a, v_a, mask=[True, True, False, False])
     assert step.alpha[2:].tolist() == [0.0, 0.0]
@@ -245,7 +228,7 @@ def test_attend_mask_zeroes_padding():
 
 # ----------------------------------------------------------------------------- bad input
 _rng = np.random.default_rng(5)
-W, U, V = params(_rng)  # d_s=3, d_h=5, d_a=2
+W, U, V = rand_params(_rng, d_s=3, d_h=5, d_a=2)
 S, H = _rng.normal(size=3), _rng.normal(size=(4, 5))
 
 BAD = [

@@ -18,12 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from fixtures import submissions as fx
 
 from attnlib import grading
+from conftest import EXERCISES, ROOT
+from fixtures import submissions as fx
 
-ROOT = Path(__file__).resolve().parents[1]
-EXERCISES = ROOT / "exercises"
 SOURCES = sorted((EXERCISES / "source").glob("*.ipynb"))
 NAMES = [p.stem for p in SOURCES]
 
@@ -126,6 +125,7 @@ def test_each_question_links_its_chapter_and_has_public_and_hidden_tests(source)
 
 
 # --------------------------------------------------------------------------- the student notebooks
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_student_notebook_is_up_to_date_with_its_source(built, name):
     committed = json.loads((EXERCISES / f"{name}.ipynb").read_text())
@@ -146,6 +146,7 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
 
 
 # --------------------------------------------------------------------------- the checks on Colab
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_shipped_public_checks_are_up_to_date_and_hold_no_hidden_test(built, name):
     shipped = grading.CHECKS_DIR / f"{name}.json"
@@ -201,6 +202,7 @@ def _run_as_on_colab(notebook: Path, name: str, cwd: Path) -> dict:
     return json.loads(printed.split("REPORT", 1)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["solution", "blank"])
 @pytest.mark.parametrize("name", NAMES)
 def test_checks_give_feedback_on_colab_where_the_notebook_is_not_on_disk(
@@ -229,6 +231,7 @@ def _digest(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path):
     subs = tmp_path / "submissions"
     cases = fx.materialise_all(subs, built / "build" / "solutions", EXERCISES)
@@ -269,6 +272,7 @@ def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path
 
 
 # --------------------------------------------------------------------------- the website
+@pytest.mark.slow
 def test_the_site_lists_student_notebooks_and_never_a_solution_or_hidden_test():
     site = ROOT / "_build" / "html"
     assert (site / "index.html").exists(), "build the site first (make book; make test does)"
@@ -303,6 +307,7 @@ def test_the_exercises_page_states_the_points_the_autograder_gives():
     assert table == {name: str(sum(fx.POINTS[name].values())) for name in NAMES}
 
 
+@pytest.mark.slow
 def test_a_submission_that_outlives_the_cell_limit_is_stopped_at_the_time_limit(built, tmp_path):
     nb = nbformat.read(EXERCISES / "01_masked_softmax.ipynb", as_version=4)
     stubborn = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"

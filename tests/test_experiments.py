@@ -191,3 +191,108 @@ def test_growth_plot_draws_points_and_fits_on_log_axes():
     np.testing.assert_allclose(lines[0].get_ydata(), 2.0 * x**2)
     assert any("2.00" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(ax.figure)
+
+
+# ----------------------------------------------------------------------------- chapter 07 and statements 6, 8, 9
+def _tiny(decoder: str = "bahdanau", encoder: str = "birnn", seed: int = 0):
+    from attnlib.models import make_seq2seq
+
+    return make_seq2seq(12, 11, decoder=decoder, encoder=encoder, emb=5, hidden=6, d_s=7, d_a=4,
+                        seed=seed)  # fmt: skip
+
+
+def test_seq2seq_macs_counts_one_multiply_add_per_weight_and_pair():
+    emb, hid, d_s, d_a, V = 5, 6, 7, 4, 11
+    d_h = 2 * hid
+    T_x, T_y = 9, 5
+    m = ex.seq2seq_macs(_tiny(), T_x, T_y)
+    assert m.encoder == T_x * 2 * 3 * (emb * hid + hid * hid)
+    assert m.decoder == d_h * d_s + T_y * 3 * ((emb + d_h) * d_s + d_s * d_s)
+    assert m.readout == T_y * ((d_s + d_h + emb) * d_s + d_s * V)
+    assert m.attention == T_x * d_h * d_a + T_y * d_s * d_a + T_x * T_y * (d_a + d_h)
+    assert m.total == m.encoder + m.decoder + m.readout + m.attention
+    # the baseline has the same recurrent and output parts and no attention
+    none = ex.seq2seq_macs(_tiny("none"), T_x, T_y)
+    assert none.attention == 0
+    assert none.total == m.total - m.attention
+
+
+def test_seq2seq_macs_refuses_what_it_does_not_count():
+    with pytest.raises(TypeError, match="recurrent encoder"):
+        ex.seq2seq_macs(_tiny(encoder="embedding"), 3, 3)
+    with pytest.raises(ValueError, match="≥ 1"):
+        ex.seq2seq_macs(_tiny(), 0, 3)
+
+
+def test_crossover_length_is_where_attention_overtakes_the_rest():
+    model = _tiny()
+    T = ex.crossover_length(model)
+    below, above = (
+        ex.seq2seq_macs(model, math.floor(T), math.floor(T)),
+        ex.seq2seq_macs(model, math.ceil(T) + 1, math.ceil(T) + 1),
+    )
+    assert below.attention <= below.total - below.attention
+    assert above.attention > above.total - above.attention
+    with pytest.raises(ValueError, match="no crossover"):
+        ex.crossover_length(_tiny("none"))
+
+
+def test_time_parts_gives_positive_times_and_their_ratio():
+    t = ex.time_parts(_tiny(), 6, 4, repeats=3)
+    assert t.forward > 0
+    assert t.attention > 0
+    assert 0 < t.attention_share < 10
+
+
+def test_decode_from_is_greedy_decoding_and_permuting_h_changes_nothing():
+    import torch
+
+    model = _tiny(seed=3)
+    src = torch.tensor([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]])
+    tokens, alpha = model.greedy(src, max_len=6)
+    with torch.no_grad():
+        h, final, mask = model.encode(src)
+    mine, mine_alpha = ex.decode_from(model, h, final, mask, max_len=6)
+    for row in range(2):  # the same up to each row's <eos>
+        n = int((tokens[row] != 0).sum())
+        assert torch.equal(mine[row, :n], tokens[row, :n])
+        torch.testing.assert_close(mine_alpha[row, :n], alpha[row, :n])
+    perm = torch.tensor([[3, 0, 4, 1, 2], [4, 2, 0, 3, 1]])  # pads move too, with the mask
+    rows = torch.arange(2).unsqueeze(1)
+    moved, moved_alpha = ex.decode_from(model, h[rows, perm], final, mask[rows, perm], max_len=6)
+    assert torch.equal(moved, mine)
+    torch.testing.assert_close(
+        moved_alpha, torch.gather(mine_alpha, 2, perm.unsqueeze(1).expand(-1, 6, -1))
+    )
+
+
+def test_swapping_subject_and_object_moves_the_particles():
+    from attnlib.experiments import _swap_subject_object
+
+    src = ("the", "big", "cat", "sees", "a", "dog")
+    tgt = ("ookii", "neko", "ga", "inu", "o", "miru")
+    assert _swap_subject_object(src, tgt) == (
+        ("a", "dog", "sees", "the", "big", "cat"),
+        ("inu", "ga", "ookii", "neko", "o", "miru"),
+    )
+    assert (
+        _swap_subject_object(
+            ("the", "cat", "sees", "a", "cat"), ("neko", "ga", "neko", "o", "miru")
+        )
+        is None
+    )
+    assert _swap_subject_object(("a", "cat", "sees", "a", "dog", "in", "the", "park"),
+                                ("neko", "ga", "kouen", "de", "inu", "o", "miru")) is None  # fmt: skip
+
+
+def test_longer_copy_strings_are_longer_than_any_the_bottleneck_models_saw():
+    from attnlib import pretrained
+    from attnlib.tasks import make_task
+
+    longer = ex.longer_copy_task(n_test=50)
+    lengths = [len(s) for s, _ in longer.test]
+    assert min(lengths) == ex.LONGER_BUCKETS[0]
+    assert max(lengths) <= ex.LONGER_MAX
+    recipe = pretrained.RECIPES[ex.BOTTLENECK["attention"]]
+    assert recipe.task["max_len"] < ex.LONGER_BUCKETS[0]
+    assert longer.src_vocab.itos == make_task(**recipe.task).src_vocab.itos  # the same ids

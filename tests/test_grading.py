@@ -17,8 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnlib import grading as g
-
-finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
+from conftest import EXERCISES, finite
 
 
 # --------------------------------------------------------------------------- references
@@ -143,6 +142,7 @@ GUARDED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_the_guard_confines_a_submission_and_reports_replaced_functions(tmp_path):
     scratch = tmp_path / "scratch"
     tests = scratch / "tmp" / "run" / "autograder" / "submission" / "tests"
@@ -205,9 +205,6 @@ def test_a_notebook_that_is_not_an_exercise_is_reported(tmp_path):
 
 
 # --------------------------------------------------------------------------- the grader in a notebook
-EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
-
-
 def test_public_checks_name_the_exercises_when_asked_for_an_unknown_one():
     with pytest.raises(ValueError, match=r"no exercise named '06_transformer'.*01_masked_softmax"):
         g.public_checks("06_transformer.ipynb")

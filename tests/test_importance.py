@@ -19,8 +19,8 @@ from attnlib import importance as imp
 from attnlib.models import make_seq2seq
 from attnlib.tasks import BOS_ID, PAD_ID, make_task
 from attnlib.train import evaluate
+from conftest import TINY
 
-TINY = {"emb": 8, "hidden": 6, "d_s": 10, "d_a": 7}
 SRC = ("a", "c", "e", "g", "i")  # every token once, so a token's embedding row is one position
 OUT = ("i", "g", "e", "c", "a")
 
@@ -314,3 +314,229 @@ def test_heatmap_entropy_bars_are_the_step_entropies() -> None:
     np.testing.assert_allclose(widths, [0.0, np.log(3)], atol=1e-12)
     np.testing.assert_array_equal(image.get_array(), alpha)
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- special tokens
+def test_content_drops_the_eos_column_and_the_eos_step_and_keeps_the_values() -> None:
+    rng = np.random.default_rng(0)
+    maps = [rng.random((3, 4)) for _ in range(3)]
+    ex = imp.Explanation(["a", "b", "c", "<eos>"], ["c", "b", "<eos>"], *maps)
+    c = ex.content()
+    assert c.src == ["a", "b", "c"]
+    assert c.out == ["c", "b"]
+    for name, m in zip(imp.MEASURES, maps, strict=True):
+        np.testing.assert_array_equal(c.measure(name), m[:2, :3])
+    with pytest.raises(ValueError, match="no content token"):
+        imp.Explanation(["<eos>"], ["<eos>"], *(np.ones((1, 1)),) * 3).content()
+
+
+def test_special_top_share_counts_steps_whose_top_is_eos() -> None:
+    a = _explanation([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]], [[0.0, 0.1, 2.0], [0.0, 0.0, -3.0]])
+    assert imp.special_top_share([a], "alpha") == pytest.approx(0.5)
+    assert imp.special_top_share([a], "loo") == 1.0  # magnitudes: |−3.0| is the top
+    with pytest.raises(ValueError, match="at least one"):
+        imp.special_top_share([])
+
+
+def test_blanking_eos_leaves_every_forward_state_of_a_word_unchanged(task, model) -> None:
+    srcs = ["abcde", "fgh", "ijklmno"]
+    eos = imp.blanking_effect(model, task, srcs, "eos")
+    mid = imp.blanking_effect(model, task, srcs, "middle")
+    assert eos.n == mid.n == 3
+    assert eos.h_change_forward == 0.0  # →h_i, i < T_x, is computed before <eos> is read
+    assert eos.h_change_backward > 0.0  # ←h_i is computed after it
+    assert mid.h_change_forward > 0.0  # the words after the middle one read the blank
+    assert isinstance(eos.extra_tokens, float)
+    assert not model.encoder.embedding._forward_hooks  # the blank is undone
+
+
+def test_blanking_effect_by_hand(task, model) -> None:
+    """One source: the same numbers from the embedding table with the <eos> row zeroed."""
+    src = torch.tensor([task.src_vocab.encode("acegi")])
+    res = imp.blanking_effect(model, task, ["acegi"], "eos")
+    blanked = copy.deepcopy(model)
+    with torch.no_grad():
+        blanked.encoder.embedding.weight[src[0, -1]] = 0.0  # <eos> occurs only at the end
+        h, _, _ = model.encode(src)
+        h2, _, _ = blanked.encode(src)
+        d = (h2 - h)[0, :-1].norm(dim=-1) / h[0, :-1].norm(dim=-1)
+        n0 = int((model.greedy(src)[0] != PAD_ID).sum())
+        n1 = int((blanked.greedy(src)[0] != PAD_ID).sum())
+    assert res.h_change == pytest.approx(float(d.mean()), rel=1e-5)
+    assert res.extra_tokens == n1 - n0
+
+
+def test_blanking_effect_errors(task, model) -> None:
+    emb = make_seq2seq(task.src_vocab, task.tgt_vocab, encoder="embedding", seed=0, **TINY)
+    with pytest.raises(ValueError, match="BiGRUEncoder"):
+        imp.blanking_effect(emb, task, ["abc"])
+    with pytest.raises(ValueError, match="'eos' or 'middle'"):
+        imp.blanking_effect(model, task, ["abc"], "first")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-empty list"):
+        imp.blanking_effect(model, task, "abc")
+
+
+# --------------------------------------------------------------------------- adversarial weights
+def test_fixed_scores_set_alpha_to_their_softmax_and_pads_stay_zero(task, model) -> None:
+    src, lengths = _batch(task)
+    z = torch.randn(src.shape, generator=torch.Generator().manual_seed(0))
+    _, alpha = model.greedy(src, max_len=3, edit=imp.FixedScores(z))
+    for b, L in enumerate(lengths):
+        expected = torch.softmax(z[b, :L], dim=-1)
+        for t in range(alpha.shape[1]):
+            np.testing.assert_allclose(alpha[b, t, :L].numpy(), expected.numpy(), rtol=1e-5)
+        assert torch.all(alpha[b, :, L:] == 0)
+    with pytest.raises(ValueError, match="shape"):
+        model.greedy(src, max_len=1, edit=imp.FixedScores(z[:, :2]))
+
+
+def test_jensen_shannon_known_values() -> None:
+    p = torch.tensor([0.5, 0.5, 0.0])
+    assert float(imp.jensen_shannon(p, p)) == pytest.approx(0.0, abs=1e-7)
+    assert float(
+        imp.jensen_shannon(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0]))
+    ) == pytest.approx(1.0)
+    # a point mass against half of it moved elsewhere: ½ log2(4/3) + ¼ log2(2/3) + ¼ log2 2
+    half = float(imp.jensen_shannon(torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])))
+    by_hand = 0.5 * np.log2(4 / 3) + 0.25 * np.log2(2 / 3) + 0.25
+    assert half == pytest.approx(by_hand, rel=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=2, max_size=8), st.integers(0, 1000))
+def test_jensen_shannon_is_symmetric_and_bounded(scores: list[float], seed: int) -> None:
+    p = torch.softmax(torch.tensor(scores, dtype=torch.float64), dim=-1)
+    q = torch.softmax(torch.randn(len(scores), dtype=torch.float64,
+                                  generator=torch.Generator().manual_seed(seed)), dim=-1)  # fmt: skip
+    d = float(imp.jensen_shannon(p, q))
+    assert d == pytest.approx(float(imp.jensen_shannon(q, p)), abs=1e-12)
+    assert -1e-12 <= d <= 1.0 + 1e-12
+
+
+class _AtStep:
+    """A ScoreEdit that replaces the scores of one decoder step (counting calls) by given ones."""
+
+    def __init__(self, t: int, scores: torch.Tensor) -> None:
+        self.t, self.scores, self.calls = t, scores, 0
+
+    def __call__(self, e, *, query, mask):
+        self.calls += 1
+        return self.scores if self.calls - 1 == self.t else e
+
+
+def test_adversarial_weights_leave_the_output_within_the_tolerance(task, model) -> None:
+    """Checked by another route: a full teacher-forced pass with α' put in at step t only."""
+    sources = ["abcdb"]
+    res = imp.adversarial_attention(model, task, sources, eps=0.02, iters=30, restarts=2)
+    trs = [imp.explain(model, task, s) for s in sources]
+    n_content = sum(tok != "<eos>" for ex in trs for tok in ex.out)
+    assert len(res.jsd) == n_content
+    assert np.all(res.tvd <= res.eps)
+    assert res.median_jsd() > 0.0  # the search found something other than α itself
+    assert res.jsd.max() <= 1.0
+    for r in range(len(res.jsd)):
+        k, t = int(res.example[r]), int(res.step[r])
+        ex = trs[k]
+        T_x = len(ex.src)
+        src = torch.tensor([task.src_vocab.encode(ex.src[:-1])])
+        out = torch.tensor([task.tgt_vocab.encode(ex.out, eos=False)])
+        tgt_in = torch.cat([torch.tensor([[BOS_ID]]), out[:, :-1]], dim=1)
+        np.testing.assert_allclose(res.alpha[r, :T_x], ex.alpha[t], atol=1e-5)
+        a_adv = torch.tensor(res.alpha_adv[r, :T_x], dtype=torch.float32).clamp_min(1e-30)
+        with torch.no_grad():
+            p = torch.softmax(model(src, tgt_in)[0][0, t], dim=-1)
+            q = torch.softmax(model(src, tgt_in, edit=_AtStep(t, a_adv.log()[None]))[0][0, t], -1)
+        assert float(0.5 * (p - q).abs().sum()) <= res.eps + 1e-4
+        d = imp.jensen_shannon(torch.tensor(res.alpha[r]), torch.tensor(res.alpha_adv[r]))
+        assert float(d) == pytest.approx(res.jsd[r], abs=1e-4)
+    np.testing.assert_allclose(res.moved(), 0.5 * np.abs(res.alpha - res.alpha_adv).sum(1))
+
+
+def test_adversarial_search_repeats_with_its_seed(task, model) -> None:
+    a = imp.adversarial_attention(model, task, ["abca"], iters=10, restarts=2, seed=3)
+    b = imp.adversarial_attention(model, task, ["abca"], iters=10, restarts=2, seed=3)
+    np.testing.assert_array_equal(a.alpha_adv, b.alpha_adv)
+    assert a.repeated().dtype == bool
+    kept, kept_adv = a.token_weight()
+    assert kept.shape == kept_adv.shape == a.jsd.shape
+    assert np.all((kept >= 0) & (kept <= 1 + 1e-6))
+
+
+def test_token_weight_and_repeated_on_a_hand_made_result() -> None:
+    res = imp.Adversarial(
+        example=np.array([0, 0]),
+        step=np.array([0, 1]),
+        token=["b", "a"],
+        src=[["a", "b", "a", "<eos>"]],
+        alpha=np.array([[0.1, 0.7, 0.1, 0.1], [0.2, 0.2, 0.5, 0.1]]),
+        alpha_adv=np.array([[0.0, 1.0, 0.0, 0.0], [0.9, 0.0, 0.0, 0.1]]),
+        jsd=np.array([0.2, 0.5]),
+        tvd=np.array([0.0, 0.0]),
+        eps=0.01,
+        iters=1,
+        restarts=1,
+    )
+    kept, kept_adv = res.token_weight()
+    np.testing.assert_allclose(kept, [0.7, 0.7])
+    np.testing.assert_allclose(kept_adv, [1.0, 0.9])
+    # step 2 writes "a"; α is largest on the second "a", α' puts 0.9 on the first one
+    np.testing.assert_allclose(res.copy_weight(), [0.0, 0.9])
+    np.testing.assert_array_equal(res.repeated(), [False, True])
+    np.testing.assert_allclose(res.moved(), [0.3, 0.7])
+    assert res.median_jsd() == pytest.approx(0.35)
+
+
+@pytest.mark.slow  # torch.optim.Adam's first use costs about a second
+def test_the_search_steps_as_torch_adam_does() -> None:
+    z = torch.randn(4, 5, generator=torch.Generator().manual_seed(0))
+    ref = z.clone().requires_grad_(True)
+    mine, theirs = imp._Adam(z, lr=0.3), torch.optim.Adam([ref], lr=0.3)
+    for _ in range(30):
+        mine.step(torch.sin(3 * z) + z)
+        ref.grad = torch.sin(3 * ref.detach()) + ref.detach()
+        theirs.step()
+    np.testing.assert_allclose(z.numpy(), ref.detach().numpy(), atol=1e-6)
+
+
+def test_adversarial_errors(task, model) -> None:
+    none = make_seq2seq(task.src_vocab, task.tgt_vocab, decoder="none", seed=0, **TINY)
+    with pytest.raises(ValueError, match="no attention"):
+        imp.adversarial_attention(none, task, ["abc"])
+    with pytest.raises(ValueError, match="iters"):
+        imp.adversarial_attention(model, task, ["abc"], iters=0)
+    with pytest.raises(ValueError, match="eps"):
+        imp.adversarial_attention(model, task, ["abc"], eps=0.0)
+
+
+# --------------------------------------------------------------------------- s_0 or c_t
+def test_swap_s0_matches_a_by_hand_first_step(task, model) -> None:
+    res = imp.swap_s0(model, task, n=20, seed=4)
+    pairs = task.test[:20]
+    perm = torch.randperm(20, generator=torch.Generator().manual_seed(4))
+    y = torch.tensor([task.tgt_vocab.encode(t)[0] for _, t in pairs])
+    h_from, s0_from, differ = 0, 0, 0
+    with torch.no_grad():
+        for b in range(20):
+            own = torch.tensor([task.src_vocab.encode(pairs[b][0])])
+            other = torch.tensor([task.src_vocab.encode(pairs[int(perm[b])][0])])
+            _, final, _ = model.encode(own)
+            h, final_other, mask = model.encode(other)
+            mem = model.decoder.memory(h, final_other, mask)
+            logits, _, _ = model.decoder.step(
+                torch.tensor([BOS_ID]), model.decoder.init_state(final), mem
+            )
+            logits[0, [PAD_ID, BOS_ID]] = float("-inf")
+            first = int(logits.argmax())
+            if int(y[b]) != int(y[perm[b]]):
+                differ += 1
+                h_from += first == int(y[perm[b]])
+                s0_from += first == int(y[b])
+    assert res.n == differ
+    assert res.follows_h == pytest.approx(h_from / differ)
+    assert res.follows_s0 == pytest.approx(s0_from / differ)
+
+
+def test_swap_s0_errors(task) -> None:
+    none = make_seq2seq(task.src_vocab, task.tgt_vocab, decoder="none", seed=0, **TINY)
+    with pytest.raises(ValueError, match="attention"):
+        imp.swap_s0(none, task, n=5)

@@ -21,9 +21,9 @@ from attnlib.models import (
     reverse_within,
 )
 from attnlib.tasks import BOS_ID, EOS_ID, PAD_ID
+from conftest import TINY
 
 V_SRC, V_TGT = 13, 11
-TINY = {"emb": 8, "hidden": 6, "d_s": 10, "d_a": 7}
 
 
 def _lengths_mask(lengths: list[int], T_x: int) -> torch.Tensor:

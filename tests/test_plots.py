@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -87,23 +83,57 @@ def test_curves_and_grouped_bars():
         plots.grouped_bars({"x": [0.1, 0.9], "y": [1.0]})
 
 
-def test_step_diagram_has_one_panel_per_quantity():
+def _step_figure(**params):
     rng = np.random.default_rng(0)
-    alpha = np.array([0.1, 0.2, 0.3, 0.4])
-    fig = plots.step_diagram(
+    return plots.step_diagram(
         rng.normal(size=(4, 5)),
         rng.normal(size=3),
         rng.normal(size=4),
-        alpha,
+        np.array([0.1, 0.2, 0.3, 0.4]),
         rng.normal(size=5),
         rng.normal(size=3),
         np.full(6, 1 / 6),
         list("abcd"),
         list("uvwxyz"),
+        y_prev="<bos>",
+        **params,
     )
-    titles = [ax.get_title() for ax in fig.axes]
-    assert any(t.startswith("c_1") for t in titles)
-    assert any(t.startswith("s_1") for t in titles)
-    alpha_axes = [ax for ax in fig.axes if ax.get_ylabel() == "α_1i"]
-    assert len(alpha_axes) == 1
-    np.testing.assert_allclose([p.get_height() for p in alpha_axes[0].patches], alpha)
+
+
+def test_step_diagram_has_one_panel_per_quantity():
+    fig = _step_figure()
+    titles = [ax.get_title(loc) for ax in fig.axes for loc in ("center", "left")]
+    for start in (
+        "$s_{0}$",
+        "$c_{1}$",
+        r"$e_{1i} = v_a^\top \tanh(W_a s_{0} + U_a h_i)$",
+        r"$\alpha_{1i}",
+        "$s_{1} = f(s_{0}, y_{0}, c_{1})$",
+        r"$\tilde y_{1} = g(s_{1}, c_{1}, y_{0})$",
+    ):
+        assert any(t.startswith(start) for t in titles), start
+    [ax_alpha] = [ax for ax in fig.axes if ax.get_title().startswith(r"$\alpha_{1i}")]
+    np.testing.assert_allclose([p.get_height() for p in ax_alpha.patches], [0.1, 0.2, 0.3, 0.4])
+    assert any("<bos>" in t.get_text() for t in fig.texts)
+
+
+def test_step_diagram_draws_every_arrow_of_the_equations():
+    """One arrow per argument of e_ti = v_aᵀ tanh(W_a s_{t-1} + U_a h_i), α = softmax(e),
+    c_t = Σ_i α_ti h_i, s_t = f(s_{t-1}, y_{t-1}, c_t) and ỹ_t = g(s_t, c_t, y_{t-1})."""
+    arrows = {a.get_gid() for a in _step_figure().artists if a.get_gid()}
+    assert arrows == {
+        "s_{t-1} -> e", "h_i -> e", "e -> alpha", "alpha -> c_t", "h_i -> c_t",
+        "s_{t-1} -> s_t", "y_{t-1} -> s_t", "c_t -> s_t",
+        "s_t -> y~_t", "c_t -> y~_t", "y_{t-1} -> y~_t",
+    }  # fmt: skip
+
+
+def test_step_diagram_shows_the_score_parameters_when_given():
+    rng = np.random.default_rng(1)
+    W_a, U_a, v_a = rng.normal(size=(2, 3)), rng.normal(size=(2, 5)), rng.normal(size=2)
+    without = len(_step_figure().axes)
+    fig = _step_figure(W_a=W_a, U_a=U_a, v_a=v_a)
+    assert len(fig.axes) == without + 3
+    by_label = {ax.get_xlabel(): ax for ax in fig.axes}
+    for name, m in (("$W_a$", W_a), ("$U_a$", U_a), ("$v_a$", v_a.reshape(-1, 1))):
+        np.testing.assert_array_equal(by_label[name].images[0].get_array(), m)

@@ -197,3 +197,30 @@ def test_retrain_gives_the_shipped_model() -> None:
     for k, v in shipped.model.state_dict().items():
         torch.testing.assert_close(v, weights[k], rtol=0, atol=pretrained.RETRAIN_ATOL, msg=k)
     assert live.metrics == shipped.metrics
+
+
+# --------------------------------------------------------------------------- trained with uniform α
+def test_a_uniform_recipe_names_its_edit_and_a_learned_one_has_none() -> None:
+    from attnlib.importance import AttentionIntervention
+
+    assert pretrained.score_edit("reverse") is None
+    edit = pretrained.score_edit("majority_uniform")
+    assert isinstance(edit, AttentionIntervention)
+    assert edit.mode == "uniform"
+    # a learned recipe stores what it stored before the field existed: old checkpoints stay valid
+    assert "attention" not in pretrained.RECIPES["reverse"].as_dict()
+    assert pretrained.RECIPES["reverse_uniform"].as_dict()["attention"] == "uniform"
+    assert pretrained.reseeded("majority_uniform", 1).attention == "uniform"
+
+
+@pytest.mark.parametrize("name", ["reverse_uniform", "majority_uniform"])
+def test_stored_metrics_of_a_uniform_model_are_those_with_uniform_attention(
+    name: str, loaded: dict
+) -> None:
+    model, task, _, metrics = _load(loaded, name)
+    edit = pretrained.score_edit(name)
+    buckets = pretrained.RECIPES[name].buckets
+    assert evaluate(model, task, "test", buckets=buckets, edit=edit) == metrics
+    _, alpha = model.greedy(torch.tensor([task.src_vocab.encode(task.test[0][0])]), edit=edit)
+    T_x = len(task.test[0][0]) + 1
+    torch.testing.assert_close(alpha[0, 0], torch.full((T_x,), 1 / T_x))

@@ -13,14 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from attnlib import colab
-
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(
-    p
-    for d in ("chapters", "exercises")
-    for p in (ROOT / d).rglob("*.ipynb")
-    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
-)
+from conftest import NOTEBOOKS, ROOT
 
 
 def pins(path: Path) -> dict[str, Version]:
@@ -37,10 +30,14 @@ def pins(path: Path) -> dict[str, Version]:
 
 
 def declared() -> list[Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    """The package's dependencies, its extras and the dependency groups (PEP 735)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
     reqs = list(project["dependencies"])
     for extra in project["optional-dependencies"].values():
         reqs += extra
+    for group in pyproject["dependency-groups"].values():
+        reqs += [r for r in group if isinstance(r, str)]  # {include-group = ...} is listed too
     return [Requirement(r) for r in reqs]
 
 
@@ -166,6 +163,7 @@ def test_the_install_cell_installs_from_the_configured_repository_only_where_att
     ast.parse(TransformerManager().transform_cell(exercise))
 
 
+@pytest.mark.slow
 def test_an_installed_attnlib_carries_its_checkpoints_and_the_exercises_public_tests(tmp_path):
     # Colab installs attnlib from git, not in editable mode: the data must be inside the wheel.
     import shutil
@@ -203,3 +201,11 @@ def test_an_installed_attnlib_carries_its_checkpoints_and_the_exercises_public_t
     assert len(data) >= 11 + 5
     missing = [p.name for p in data if p.relative_to(ROOT).as_posix() not in names]
     assert not missing, f"the wheel lacks {missing}"
+
+
+def test_the_package_reports_the_version_pyproject_declares():
+    # One version source: attnlib.__version__ is read from the installed package's metadata.
+    import attnlib
+
+    declared_version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert attnlib.__version__ == declared_version

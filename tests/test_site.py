@@ -40,7 +40,8 @@ import yaml
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
+
 #: The built site; $SITE_DIR checks another build (e.g. a scratch copy of the book).
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
 BOOK = SITE.parents[1]  # the book's source folder (<book>/_build/html)
@@ -283,11 +284,13 @@ def screenshot_path(rel: str) -> Path:
 # --------------------------------------------------------------------------- tests
 
 
+@pytest.mark.slow  # needs the built site: `make book` is the slow part
 def test_site_is_built() -> None:
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
     assert PAGES, f"no pages found in {SITE}"
 
 
+@pytest.mark.slow  # needs the built site: `make book` is the slow part
 def test_site_serves_its_own_javascript() -> None:
     """The pinned widget manager, RequireJS and MathJax are in the site (html_extra_path)."""
     vendor = SITE / "_vendor"
@@ -305,6 +308,7 @@ def test_site_serves_its_own_javascript() -> None:
     assert not offenders, f"pages loading MathJax/RequireJS/widgets from a CDN: {offenders}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", PAGES or [NO_SITE])
 def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
     assert rel != NO_SITE, f"no built site in {SITE}: run `make book` first"
@@ -361,6 +365,7 @@ def _repository() -> tuple[str, str, str]:
     return owner_name, repo.get("branch", "main"), repo.get("path_to_book", "") or ""
 
 
+@pytest.mark.slow  # needs the built site: `make book` is the slow part
 @pytest.mark.parametrize("rel", notebook_pages() or [NO_SITE])
 def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
     """Binder, Colab and live code (thebe) buttons open *this* notebook; .ipynb downloads."""
@@ -406,6 +411,7 @@ def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
     )
 
 
+@pytest.mark.slow
 def test_search_works_offline(browser: Any, server: str) -> None:
     """Sphinx's search runs in the page from searchindex.js; it finds the glossary."""
     visit = PageVisit(browser, server, "search.html")
@@ -426,6 +432,7 @@ def chapter_pages() -> list[str]:
     return [p for p in PAGES if re.fullmatch(r"chapters/\d\d_[^/]+\.html", p)]
 
 
+@pytest.mark.slow  # needs the built site: `make book` is the slow part
 @pytest.mark.parametrize("rel", chapter_pages() or [NO_SITE])
 def test_chapter_links_symbols_to_the_glossary(rel: str) -> None:
     """A chapter links its symbols to the glossary ({term}`h_i` on first use)."""

@@ -1,0 +1,90 @@
+"""What the test modules share: the repository's paths, hypothesis strategies, small helpers.
+
+Test modules import these by name (``from conftest import ROOT, rand_params``): pytest puts
+``tests/`` on ``sys.path`` (its default "prepend" import mode), as it does for ``fixtures/``.
+
+The ``slow`` marker (registered in ``pyproject.toml``) is set on a test, or one of its
+parametrised cases, that takes more than about a second or needs the built site (``make book``):
+``make check`` deselects them with ``-m "not slow"``, ``make test`` runs them all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no window, ever: every figure a test draws stays off screen
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+# --------------------------------------------------------------------------- paths
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "chapters"
+EXERCISES = ROOT / "exercises"
+#: Every notebook nbmake executes: the chapters, the student exercises and their sources.
+NOTEBOOKS = sorted(
+    p
+    for d in (CHAPTERS, EXERCISES)
+    for p in d.rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+)
+
+
+# --------------------------------------------------------------------------- strategies
+def finite_floats(bound: float = 50.0) -> st.SearchStrategy[float]:
+    """Finite floats in [-bound, bound]: one score e_ti, never NaN or inf."""
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False)
+
+
+#: One finite score e_ti in [-50, 50].
+finite = finite_floats()
+
+
+def score_vectors(
+    min_len: int = 1, max_len: int = 12, bound: float = 50.0
+) -> st.SearchStrategy[np.ndarray]:
+    """Score vectors e : (T_x,) of float64, min_len ≤ T_x ≤ max_len, entries in [-bound, bound]."""
+    return st.integers(min_len, max_len).flatmap(
+        lambda n: arrays(np.float64, (n,), elements=finite_floats(bound))
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+def rand_params(
+    rng: np.random.Generator, d_s: int = 3, d_h: int = 4, d_a: int = 5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random additive-attention parameters W_a : (d_a, d_s), U_a : (d_a, d_h), v_a : (d_a,)."""
+    return rng.normal(size=(d_a, d_s)), rng.normal(size=(d_a, d_h)), rng.normal(size=d_a)
+
+
+#: The sizes of a tiny seq2seq model (``make_seq2seq(..., **TINY)``): fast, not trained.
+TINY = {"emb": 8, "hidden": 6, "d_s": 10, "d_a": 7}
+
+
+# --------------------------------------------------------------------------- slow tests
+#: Slow tests in modules that are being rewritten elsewhere, marked here rather than with a
+#: decorator in the module (move them to ``@pytest.mark.slow`` there once that work has landed).
+#: ``module::test`` marks every parametrised case of the test.
+SLOW_ELSEWHERE = {
+    "test_pretrained.py::test_the_script_reproduces_a_shipped_checkpoint",  # retrains, ~5 s
+    "test_pretrained.py::test_retrain_gives_the_shipped_model",  # ~3-5 s
+    "test_pretrained.py::test_a_check_against_another_recipe_is_reported_as_different",  # ~2.5 s
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    collected = {f"{item.path.name}::{getattr(item, 'originalname', item.name)}" for item in items}
+    for item in items:
+        if f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_ELSEWHERE:
+            item.add_marker(pytest.mark.slow)
+    # A renamed test would silently lose its mark: say so when its whole module was collected.
+    whole_modules = not any("::" in arg for arg in config.args) and not config.getoption("lf")
+    modules = {item.path.name for item in items}
+    stale = sorted(n for n in SLOW_ELSEWHERE - collected if n.split("::")[0] in modules)
+    if whole_modules and stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_ELSEWHERE names no test: {stale}")
