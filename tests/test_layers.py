@@ -31,11 +31,11 @@ LAYERS: dict[str, int] = {
     "widgets": 2,
     # what reads trained models
     "importance": 3,
-    "pretrained": 3,
+    "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention
     # the chapters' claims about trained models
-    "evidence": 4,
+    "evidence": 5,
     # the instructors' tool
-    "grading": 4,
+    "grading": 5,
 }
 
 
