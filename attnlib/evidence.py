@@ -92,6 +92,16 @@ def _with_checks(results: list[claims.Checked], numbers: dict[str, Any]) -> dict
     return {**numbers, "checks": list(results)}
 
 
+def _alpha(tr: Translation) -> np.ndarray:
+    """The attention map α (T_y, T_x) of a translation by a model known to have attention."""
+    if tr.alpha is None:
+        raise ValueError(
+            "this translation has no attention map (alpha is None): "
+            "it was made by the no-attention baseline"
+        )
+    return tr.alpha
+
+
 def _first_test(p: Pretrained) -> Translation:
     model, task = p.model, p.task
     return translate(model, task, [task.test[0][0]])[0]
@@ -113,7 +123,7 @@ def spot_the_error_claims(seed: int = 0) -> dict[str, Any]:
     """
     copy = trained_model("copy", seed)
     result = _first_test(copy)
-    band = diagonal_mass(result.alpha, width=1)
+    band = diagonal_mass(_alpha(result), width=1)
     exact = copy.metrics.exact_match
     checks = [
         claims.at_least(
@@ -169,8 +179,9 @@ def edge_cases_claims(seed: int = 0) -> dict[str, Any]:
         )
     )
     rev = translate(model, task, [src_tokens])[0]
-    hits = int((np.argmax(rev.alpha[:T], axis=1) == T - 1 - np.arange(T)).sum())
-    band = diagonal_mass(rev.alpha, width=1, anti=True)
+    rev_alpha = _alpha(rev)
+    hits = int((np.argmax(rev_alpha[:T], axis=1) == T - 1 - np.arange(T)).sum())
+    band = diagonal_mass(rev_alpha, width=1, anti=True)
     add(
         claims.at_least(
             hits / T,
@@ -186,7 +197,7 @@ def edge_cases_claims(seed: int = 0) -> dict[str, Any]:
     svo = translate(svo_model.model, svo_model.task, [en])[0]
     verb = next(i for i, w in enumerate(en) if w in SVO_VERBS)
     verb_step = svo.out.index(SVO_VERBS[en[verb]])
-    row = svo.alpha[verb_step]
+    row = _alpha(svo)[verb_step]
     add(
         claims.greater(
             verb_step,
@@ -1195,7 +1206,7 @@ def _step_entropy(alpha: ArrayLike) -> FloatArray:
     """H_t of every step of one heatmap α : (T_y, T_x), in nats (float64)."""
     from attnlib.core import entropy
 
-    return entropy(np.asarray(alpha, dtype=np.float64))
+    return np.asarray(entropy(np.asarray(alpha, dtype=np.float64)), dtype=np.float64)
 
 
 def context_claims(seeds: Sequence[int] = (0, 1, 2), *, level: float = 0.99) -> dict[str, Any]:
@@ -1225,14 +1236,18 @@ def context_claims(seeds: Sequence[int] = (0, 1, 2), *, level: float = 0.99) -> 
     from attnlib import claims
 
     curves = context_curves(seeds, level=level)
-    if any(c.steps_to is None for cs in curves.values() for c in cs):
-        raise ValueError(f"a run never reached {level}: its steps to {level} are undefined")
-    steps = {w: [int(c.steps_to) for c in cs] for w, cs in curves.items()}
+    steps: dict[str, list[int]] = {}
+    for w, cs in curves.items():
+        steps[w] = []
+        for c in cs:
+            if c.steps_to is None:
+                raise ValueError(f"a run never reached {level}: its steps to {level} are undefined")
+            steps[w].append(c.steps_to)
     area = {w: [c.area for c in cs] for w, cs in curves.items()}
     mean_steps = {w: float(np.mean(v)) for w, v in steps.items()}
     mean_area = {w: float(np.mean(v)) for w, v in area.items()}
-    best = [min(steps[w][k] for w in steps) for k in range(len(seeds))]
-    firsts = {w: sum(v == b for v, b in zip(steps[w], best, strict=True)) for w in steps}
+    fewest = [min(steps[w][k] for w in steps) for k in range(len(seeds))]  # per seed
+    firsts = {w: sum(v == b for v, b in zip(steps[w], fewest, strict=True)) for w in steps}
     spread = max(max(v) - min(v) for v in steps.values())
     gap = max(mean_steps.values()) - min(mean_steps.values())
     area_spread = max(max(v) - min(v) for v in area.values())
@@ -1438,7 +1453,7 @@ def why_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[str
         for name in ("reverse", "majority"):
             p = trained_model(name, seed)
             trs = translate(p.model, p.task, [src for src, _ in p.task.test[:200]])
-            H = [float(_step_entropy(t.alpha).mean()) for t in trs]  # mean over the steps t
+            H = [float(_step_entropy(_alpha(t)).mean()) for t in trs]  # mean over the steps t
             H_max = [float(np.log(len(t.src))) for t in trs]  # log T_x, <eos> included
             ent[name] = {
                 "H": float(np.mean(H)),
@@ -1448,7 +1463,7 @@ def why_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[str
                 "n": len(trs),
             }
             if name == "reverse":
-                band = [diagonal_mass(t.alpha, anti=True) for t in trs]
+                band = [diagonal_mass(_alpha(t), anti=True) for t in trs]
                 ent[name]["band"] = float(np.mean(band))
         out["entropy"] = ent
         checks["entropy"] = [
@@ -1531,7 +1546,7 @@ def entropy_claims(
         kinds = (*SOV_PARTICLES, "<eos>", "content words")
         shares: dict[str, list[float]] = {k: [] for k in kinds}
         for t in translate(p.model, p.task, [src for src, _ in p.task.test[:n]]):
-            for word, H in zip(t.out, _step_entropy(t.alpha) / np.log(len(t.src)), strict=True):
+            for word, H in zip(t.out, _step_entropy(_alpha(t)) / np.log(len(t.src)), strict=True):
                 shares[word if word in shares else "content words"].append(float(H))
         svo = {k: (float(np.mean(v)), len(v)) for k, v in shares.items() if v}
         out["svo"] = svo
@@ -1565,11 +1580,11 @@ def entropy_claims(
         for name in ("reverse", "majority"):
             p = trained_model(name, seed)
             trs = translate(p.model, p.task, [src for src, _ in p.task.test[:n]])
-            word_steps = [_step_entropy(t.alpha[:-1]).mean() / np.log(len(t.src)) for t in trs]
+            word_steps = [_step_entropy(_alpha(t)[:-1]).mean() / np.log(len(t.src)) for t in trs]
             focus[name] = {"share": float(np.mean(word_steps)), "exact": p.metrics.exact_match}
             if name == "reverse":  # letter k (0-based) of n letters is written from n − 1 − k
                 rows = [
-                    (t.alpha[k], len(t.src) - 2 - k) for t in trs for k in range(len(t.src) - 1)
+                    (_alpha(t)[k], len(t.src) - 2 - k) for t in trs for k in range(len(t.src) - 1)
                 ]
                 focus[name]["top"] = float(np.mean([row.max() for row, _ in rows]))
                 focus[name]["on_mirror"] = float(np.mean([row.argmax() == i for row, i in rows]))
@@ -1672,9 +1687,9 @@ def seq2seq_claims(
         # the step writing letter t (1-based) of n letters looks at letter n + 1 − t; 0-based,
         # with <eos> last among the len(src) = n + 1 source positions: position n − 1 − k
         hits = [
-            int(np.argmax(t.alpha[k])) == len(t.src) - 2 - k
+            int(np.argmax(_alpha(t)[k])) == len(t.src) - 2 - k
             for t in trs
-            for k in range(min(len(t.src) - 1, len(t.alpha)))
+            for k in range(min(len(t.src) - 1, len(_alpha(t))))
         ]
         valid = float(rev.history.valid_exact_match[-1])
         out["reverse"] = {"valid": valid, "antidiag": float(np.mean(hits)), "n": len(trs)}
@@ -1700,13 +1715,14 @@ def seq2seq_claims(
         letter = next(ch for ch in source if source.count(ch) > 1)
         i, j = [k for k, ch in enumerate(source) if ch == letter][:2]
         [tr_emb] = translate(emb.model, emb.task, [source])
+        emb_alpha = _alpha(tr_emb)
         out["ablation"] = {
             "copy": m_rnn,
             "copy_embedding": m_emb,
             "source": source,
             "letter": letter,
             "positions": (i, j),
-            "gap": float(np.abs(tr_emb.alpha[:, i] - tr_emb.alpha[:, j]).max()),
+            "gap": float(np.abs(emb_alpha[:, i] - emb_alpha[:, j]).max()),
         }
         checks["ablation"] = [
             claims.at_least(
@@ -1719,8 +1735,8 @@ def seq2seq_claims(
                 name="exact match",
             ),
             claims.close(
-                tr_emb.alpha[:, i],
-                tr_emb.alpha[:, j],
+                emb_alpha[:, i],
+                emb_alpha[:, j],
                 "two positions with the same letter get the same weight at every step",
                 tol=1e-6,
                 name=f"largest gap between the columns of '{letter}'",
@@ -1846,8 +1862,9 @@ def bottleneck_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str
 
     source = max((s for s, _ in task.test), key=len)
     [tr] = translate(runs["attention"].model, task, [source])
-    n = min(len(source), len(tr.alpha))
-    band = _band(tr.alpha, n)
+    alpha = _alpha(tr)
+    n = min(len(source), len(alpha))
+    band = _band(alpha, n)
     right = sum(a == b for a, b in zip(tr.out, source, strict=False))
 
     b_near, b_far = beyond["attention"].by_length
@@ -2439,7 +2456,8 @@ def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 
 
     times: dict[str, list[float]] = {"forward": [], "attention": []}
     with torch_threads(1), torch.no_grad():
-        forward(), attention()  # warm-up
+        forward()  # warm-up
+        attention()
         for _ in range(repeats):
             for name, fn in (("forward", forward), ("attention", attention)):
                 start = time.perf_counter()

@@ -120,7 +120,7 @@ def all_scores(
     s_prev = rng.normal(size=(T_y, d_s))
     h = rng.normal(size=(T_x, d_h))
     W_a, U_a, v_a = rng.normal(size=(d_a, d_s)), rng.normal(size=(d_a, d_h)), rng.normal(size=d_a)
-    return additive_scores(s_prev, h, W_a, U_a, v_a)
+    return np.asarray(additive_scores(s_prev, h, W_a, U_a, v_a), dtype=np.float64)
 
 
 def time_call(fn: Callable[[], object], repeats: int = 5) -> float:
@@ -354,7 +354,7 @@ def train_selection(
     else:
         alpha = np.zeros_like(e)
         alpha[int(np.argmax(e))] = 1.0
-    return SelectionRun(np.array(losses), alpha, np.array(norms))
+    return SelectionRun(np.array(losses), np.asarray(alpha, dtype=np.float64), np.array(norms))
 
 
 # --------------------------------------------------------------------------- tanh vs linear
@@ -397,7 +397,7 @@ class PointerFit(NamedTuple):
 
 def _pointer_batch(
     rng: np.random.Generator, E_h: FloatArray, E_s: FloatArray, n: int, T_x: int
-) -> tuple[FloatArray, FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     vocab = E_h.shape[0]
     tokens = np.stack([rng.choice(vocab, size=T_x, replace=False) for _ in range(n)])
     where = rng.integers(0, T_x, size=n)
@@ -459,7 +459,7 @@ def fit_pointer_scores(
         W_a = torch.nn.Parameter(torch.randn(d_a, d, generator=gen, dtype=torch.float64) / d**0.5)
         U_a = torch.nn.Parameter(torch.randn(d_a, d, generator=gen, dtype=torch.float64) / d**0.5)
         v_a = torch.nn.Parameter(torch.randn(d_a, generator=gen, dtype=torch.float64) / d_a**0.5)
-        params = [W_a, U_a, v_a]
+        params: list[torch.Tensor] = [W_a, U_a, v_a]
         moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
         act = torch.tanh if kind == "tanh" else (lambda z: z)
 
@@ -467,7 +467,8 @@ def fit_pointer_scores(
             ht, st = torch.from_numpy(h), torch.from_numpy(s)
             return act((st @ W_a.T)[:, None, :] + ht @ U_a.T) @ v_a  # (n, T_x)
 
-        losses, correct, seen = [], 0, 0
+        losses: list[float] = []
+        correct, seen = 0, 0
         for _ in range(steps):
             h, s, where = _pointer_batch(rng, E_h, E_s, batch, T_x)
             e = scores(h, s)

@@ -150,6 +150,8 @@ class _Attention(nn.Module):
     ``precompute(h)`` and ``scores(query, keys)``.
     """
 
+    d_s: int  # the query's size
+    d_h: int  # an encoder state's size
     query_name = "s"  # the query's symbol in error messages
     keys_name = "keys"  # how error messages describe the keys
     keys_size = "d_s"  # the attribute holding the keys' last size
@@ -172,6 +174,14 @@ class _Attention(nn.Module):
                 f"({B}, {T_x}, {d}), got {tuple(keys.shape)}",
             )
         return _softmax_context(self.scores(query, keys), h, _mask_bias(mask, h))
+
+    def precompute(self, h: Tensor) -> Tensor:
+        """The keys of every position, (B, T_x, keys_size): defined by each subclass."""
+        raise NotImplementedError
+
+    def scores(self, query: Tensor, keys: Tensor) -> Tensor:
+        """Raw scores (B, T_x) of ``query`` against ``keys``: defined by each subclass."""
+        raise NotImplementedError
 
 
 class AdditiveAttention(_Attention):
@@ -351,7 +361,7 @@ class MultiplicativeAttention(_Attention):
         return self._attend(s, h, mask, keys)
 
 
-def make_attention(score: Score, d_s: int, d_h: int, d_a: int) -> nn.Module:
+def make_attention(score: Score, d_s: int, d_h: int, d_a: int) -> _Attention:
     """An attention module by score name: "additive", "general" or "dot"."""
     if score == "additive":
         return AdditiveAttention(d_s, d_h, d_a)
@@ -528,6 +538,11 @@ class Decoder(nn.Module):
     """
 
     has_attention = True
+    # Set by the subclasses that have them (NoAttentionDecoder has no ``attention``
+    # and overrides ``memory``; LuongDecoder has no ``W_o`` and overrides ``readout``).
+    attention: _Attention
+    W_o: nn.Linear
+    W_y: nn.Linear
 
     def __init__(
         self, vocab_size: int, emb: int, d_s: int, d_h: int, d_final: int, rnn_input: int
@@ -589,7 +604,7 @@ class Decoder(nn.Module):
         logits = self.readout(stacked, ys)
         if alphas[0] is None:
             return logits, None
-        return logits, torch.stack(alphas, dim=1)
+        return logits, torch.stack([a for a in alphas if a is not None], dim=1)
 
     def _step(
         self, y_emb: Tensor, s_prev: Tensor, mem: SourceMemory
@@ -850,7 +865,7 @@ class Seq2Seq(nn.Module):
     ) -> None:
         super().__init__()
         _need(
-            encoder.d_h == decoder.d_h,
+            bool(encoder.d_h == decoder.d_h),
             f"the decoder expects d_h={decoder.d_h} components in h but the encoder "
             f"produces {encoder.d_h}",
         )

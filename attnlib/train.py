@@ -113,10 +113,10 @@ def encode_pairs(task: Task, pairs: Sequence[Pair]) -> Batch:
             raise ValueError(f"pair {k} has an empty source; each source needs T_x ≥ 1 token")
         srcs.append(task.src_vocab.encode(src))
         tgts.append(task.tgt_vocab.encode(tgt))
-    tgt = _pad(tgts)
-    tgt_in = torch.cat([torch.full((len(tgts), 1), BOS_ID), tgt[:, :-1]], dim=1)
+    tgt_ids = _pad(tgts)
+    tgt_in = torch.cat([torch.full((len(tgts), 1), BOS_ID), tgt_ids[:, :-1]], dim=1)
     tgt_in = tgt_in.masked_fill(tgt_in == EOS_ID, PAD_ID)  # <eos> is never an input
-    return Batch(_pad(srcs), tgt_in, tgt)
+    return Batch(_pad(srcs), tgt_in, tgt_ids)
 
 
 def _epoch(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
