@@ -45,7 +45,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
 # Every test, tests/test_binder.py included (a fresh environment from binder/ alone, ~5-10 min).
-test: book lint browser
+test: book lint typecheck browser
 	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
 
 # The notebooks changed in the work tree: against git HEAD (deleted ones aside), and untracked.
