@@ -20,14 +20,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from attnlib import claims
 from attnlib.alignment import diagonal_mass
-from attnlib.core import softmax
 from attnlib.experiments import FloatArray, fit_pointer_scores
 from attnlib.importance import (
     Explanation,
@@ -71,7 +70,6 @@ __all__ = [
     "edge_cases_claims",
     "entropy_claims",
     "entropy_share",
-    "exact_gap_at",
     "heatmaps_claims",
     "interpretability_claims",
     "learning_curve",
@@ -1013,69 +1011,6 @@ def heatmaps_claims(seed: int = 0, *, n: int = 200, retrain: bool | None = None)
 
 
 # ------------------------------------------------------------------- chapters 03, 05, 06 and 12
-def exact_gap_at(
-    T_x: int,
-    which: Literal["one", "zero"] = "one",
-    *,
-    dtype: type[np.floating] | np.dtype = np.float64,
-    tol: float = 1e-6,
-) -> float:
-    """The smallest gap g at which a softmax of the T_x scores (0, −g, …, −g) is exactly 1 or 0.
-
-    The generalisation of :func:`exact_gap` (which is ``T_x = 2``) to more
-    positions. The weight of the top position, 1 / (1 + (T_x − 1) e^{−g}),
-    reads exactly 1.0 once the other T_x − 1 exponentials, *added up*, no
-    longer change the denominator's 1, so the gap it needs grows with T_x
-    (roughly like 36.7 + ln(T_x − 1) in float64; the exact step depends on the
-    order in which the sum is taken). A low weight e^{−g} / (1 + …) is exactly
-    0.0 once e^{−g} underflows, at the same gap for every T_x.
-
-    Parameters
-    ----------
-    T_x : int
-        Number of positions (≥ 2).
-    which : {"one", "zero"}
-        Search for α_t1 == 1.0 exactly, or for α_t2 == 0.0 exactly.
-    dtype : numpy floating type
-    tol : float
-        Width of the final bracket.
-
-    Returns
-    -------
-    g : float
-        The upper end of the final bracket: at this gap the event happens, at
-        ``g - tol`` it does not.
-
-    See Also
-    --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
-    """
-    dt = np.dtype(dtype)
-    if dt.kind != "f":
-        raise TypeError(f"dtype must be a floating type, got {dt}")
-    if which not in ("one", "zero"):
-        raise ValueError(f"which must be 'one' or 'zero', got {which!r}")
-    if isinstance(T_x, bool) or not isinstance(T_x, int | np.integer) or T_x < 2:
-        raise ValueError(f"T_x must be a whole number ≥ 2, got {T_x!r}")
-
-    def happens(g: float) -> bool:
-        e = np.full(int(T_x), -g, dtype=dt)
-        e[0] = 0.0
-        alpha = softmax(e)
-        return bool(alpha[0] == 1.0) if which == "one" else bool(alpha[1] == 0.0)
-
-    lo, hi = 0.0, 1.0
-    while not happens(hi):
-        lo, hi = hi, 2 * hi
-        if hi > 1e6:
-            raise RuntimeError(f"no gap below 1e6 makes the weight exactly {which} in {dt}")
-    while hi - lo > tol:
-        mid = (lo + hi) / 2
-        if happens(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 _TRAINED: dict[tuple[str, int, bool | None], Any] = {}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib import evidence, experiments, pretrained
+from attnlib import evidence, pretrained
 from attnlib.models import make_seq2seq
 
 
@@ -177,30 +177,3 @@ def test_a_claim_function_runs_only_the_parts_asked_for() -> None:
     assert "ablation" not in got
     with pytest.raises(ValueError, match="parts must be among"):
         evidence.why_claims(parts=["nope"])
-
-
-def test_exact_gap_at_two_positions_is_exact_gap() -> None:
-    for dtype in (np.float32, np.float64):
-        for which in ("one", "zero"):
-            assert evidence.exact_gap_at(2, which, dtype=dtype) == experiments.exact_gap(
-                dtype, which
-            )
-
-
-def test_the_gap_for_an_exact_one_grows_with_T_x_and_the_gap_for_zero_does_not() -> None:
-    T_xs = [2, 10, 100, 1000]
-    one = [evidence.exact_gap_at(T, "one") for T in T_xs]
-    zero = [evidence.exact_gap_at(T, "zero") for T in T_xs]
-    assert np.all(np.diff(one) > 0)
-    bound = 53 * np.log(2) + np.log(np.array(T_xs) - 1.0)  # (T_x − 1) e^{−g} ≤ 2^{−53}
-    assert np.all(np.array(one) <= bound + 1e-5)
-    assert np.allclose(zero, np.log(2) - np.log(np.finfo(np.float64).smallest_subnormal), atol=1e-5)
-
-
-@pytest.mark.parametrize(
-    ("args", "error"),
-    [((1,), ValueError), ((2.5,), ValueError), ((True,), ValueError), ((3, "half"), ValueError)],
-)
-def test_exact_gap_at_refuses_what_it_cannot_search(args: tuple, error: type) -> None:
-    with pytest.raises(error):
-        evidence.exact_gap_at(*args)

@@ -191,3 +191,28 @@ def test_growth_plot_draws_points_and_fits_on_log_axes():
     np.testing.assert_allclose(lines[0].get_ydata(), 2.0 * x**2)
     assert any("2.00" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(ax.figure)
+
+
+def test_exact_gap_at_two_positions_is_exact_gap() -> None:
+    for dtype in (np.float32, np.float64):
+        for which in ("one", "zero"):
+            assert ex.exact_gap_at(2, which, dtype=dtype) == ex.exact_gap(dtype, which)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [((1,), ValueError), ((2.5,), ValueError), ((True,), ValueError), ((3, "half"), ValueError)],
+)
+def test_exact_gap_at_refuses_what_it_cannot_search(args: tuple, error: type) -> None:
+    with pytest.raises(error):
+        ex.exact_gap_at(*args)
+
+
+def test_the_gap_for_an_exact_one_grows_with_T_x_and_the_gap_for_zero_does_not() -> None:
+    T_xs = [2, 10, 100, 1000]
+    one = [ex.exact_gap_at(T, "one") for T in T_xs]
+    zero = [ex.exact_gap_at(T, "zero") for T in T_xs]
+    assert np.all(np.diff(one) > 0)
+    bound = 53 * np.log(2) + np.log(np.array(T_xs) - 1.0)  # (T_x − 1) e^{−g} ≤ 2^{−53}
+    assert np.all(np.array(one) <= bound + 1e-5)
+    assert np.allclose(zero, np.log(2) - np.log(np.finfo(np.float64).smallest_subnormal), atol=1e-5)
