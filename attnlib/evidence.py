@@ -254,7 +254,7 @@ def interpretability_claims(seed: int = 0) -> dict:
     See Also
     --------
     The chapter "Looked at is not caused by" (chapters/09_interpretability);
-    ``tests/test_seeds_interpretability.py`` runs this for three seeds.
+    ``tests/test_seeds.py`` runs this for three seeds.
     """
     from attnlib import claims, pretrained
 
@@ -707,7 +707,7 @@ def heatmaps_claims(seed: int = 0, *, n: int = 200, retrain: bool | None = None)
     See Also
     --------
     The chapter "Reading alignment heatmaps" (chapters/08_heatmaps);
-    ``tests/test_seeds_heatmaps.py`` runs it for seeds 0, 1 and 2.
+    ``tests/test_seeds.py`` runs it for seeds 0, 1 and 2.
     """
     from attnlib import claims, pretrained, tasks
     from attnlib.alignment import argmax_moves
@@ -1276,7 +1276,7 @@ def why_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[str
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why); ``tests/test_seeds_why.py`` runs it
+    The chapter "Why?" (chapters/12_why); ``tests/test_seeds.py`` runs it
     for three seeds.
     """
     from attnlib import claims
@@ -1466,7 +1466,7 @@ def entropy_claims(
 
     See Also
     --------
-    The chapter "Attention entropy" (chapters/05_entropy); ``tests/test_seeds_why.py``
+    The chapter "Attention entropy" (chapters/05_entropy); ``tests/test_seeds.py``
     runs it for three seeds.
     """
     from attnlib import claims
@@ -1603,7 +1603,7 @@ def seq2seq_claims(
     See Also
     --------
     The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq);
-    ``tests/test_seeds_why.py`` runs it for three seeds.
+    ``tests/test_seeds.py`` runs it for three seeds.
     """
     from attnlib import claims
     from attnlib.train import evaluate, translate
@@ -1764,7 +1764,7 @@ def bottleneck_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str
     --------
     The chapters "The fixed-length bottleneck" (chapters/07_bottleneck) and
     "True or false" (chapters/10_true_or_false), statement 6;
-    ``tests/test_seeds_bottleneck.py`` runs it for three seeds.
+    ``tests/test_seeds.py`` runs it for three seeds.
     """
     from attnlib import claims
     from attnlib.train import evaluate, predict, translate
@@ -2073,7 +2073,7 @@ def true_or_false_claims(seed: int = 0) -> dict[str, Any]:
     See Also
     --------
     The chapter "True or false" (chapters/10_true_or_false), statement 9;
-    ``tests/test_seeds_bottleneck.py`` runs it for three seeds.
+    ``tests/test_seeds.py`` runs it for three seeds.
     """
     import torch
 
