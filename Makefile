@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
-.PHONY: book test check lint typecheck browser bench pin clean exercises grade
+.PHONY: book test check lint typecheck browser sandbox bench pin clean exercises grade
 
 # Re-run the install only when the declaration or the pins change.
 $(STAMP): requirements.txt pyproject.toml
@@ -44,8 +44,13 @@ browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# The grader's sandbox (attnlib/grading/sandbox.py) is Debian's bubblewrap; install it when missing.
+sandbox:
+	@command -v bwrap >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq bubblewrap >/dev/null; }
+
 # Every test, tests/test_binder.py included (a fresh environment from binder/ alone, ~5-10 min).
-test: book lint typecheck browser
+test: book lint typecheck browser sandbox
 	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
 
 # The notebooks changed in the work tree: against git HEAD (deleted ones aside), and untracked.
@@ -55,10 +60,11 @@ CHANGED_NOTEBOOKS = $(sort $(filter %.ipynb,$(shell \
 
 # The fast loop: what `make test` runs less the tests marked slow (over ~1 s, or needing the
 # built site) and the notebooks nobody touched. No site build, no browser.
-check: lint typecheck
+check: lint typecheck sandbox
 	$(BIN)/python -m pytest -n 2 -m "not slow" tests $(if $(CHANGED_NOTEBOOKS),--nbmake $(CHANGED_NOTEBOOKS))
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
+# The hidden cases are drawn from a private seed: ATTNLIB_GRADING_SEED=... make grade
 SUBMISSIONS ?= submissions
 GRADEBOOK ?= gradebook.csv
 
@@ -71,7 +77,7 @@ exercises: $(STAMP)
 chapters: $(STAMP)
 	$(BIN)/python -m attnlib.colab
 
-grade: exercises
+grade: exercises sandbox
 	$(BIN)/python -m attnlib.grading grade $(SUBMISSIONS) -o $(GRADEBOOK)
 
 bench: $(STAMP)
@@ -84,7 +90,7 @@ GROUPS := import tomllib; groups = tomllib.load(open("pyproject.toml", "rb"))["d
 	print("\n".join(r for g in groups.values() for r in g if isinstance(r, str)))
 pin: $(STAMP)
 	$(BIN)/python -c '$(GROUPS)' > $(VENV)/groups.txt
-	$(PIP) install --quiet --upgrade -e ".[grade]" -r $(VENV)/groups.txt
+	$(PIP) install --quiet --upgrade -e ".[exercises,instructor]" -r $(VENV)/groups.txt
 	{ head -n 3 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^attnlib'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
 

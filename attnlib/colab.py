@@ -98,7 +98,7 @@ def install_cell(
     that raises ``ModuleNotFoundError``, installs the package from git with
     IPython's ``%pip``. A chapter's cell also installs myst-nb (the chapters
     ``glue`` their numbers into the prose); an exercise's installs
-    ``attnlib[grade]`` (otter-grader) and then makes the exercise's ``grader``.
+    ``attnlib[exercises]`` (otter-grader) and then makes the exercise's ``grader``.
 
     Parameters
     ----------
@@ -121,7 +121,7 @@ def install_cell(
         others, extras = "myst-nb ", ""
     else:
         comment, modules = _EXERCISE_COMMENT, ["attnlib.grading", "otter"]
-        others, extras = "", "[grade]"
+        others, extras = "", "[exercises]"
         after = _EXERCISE_AFTER.format(name=exercise)
     return _TEMPLATE.format(
         comment=comment,

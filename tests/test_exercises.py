@@ -1,9 +1,11 @@
 """The graded exercises: sources, generated student notebooks, grading, and the website.
 
 One module-scoped build (``otter assign`` on every source, into a temporary
-folder) serves the freshness check and the gradebook; the gradebook test grades
+folder) serves the freshness checks and the gradebook; the gradebook test grades
 one folder that mixes full, blank, partial and hostile submissions
-(tests/fixtures/submissions.py) in one parallel batch.
+(tests/fixtures/submissions.py) in one parallel batch with the sandboxed grader.
+The grader itself is tested in tests/test_grader.py, tests/test_hostile.py and
+tests/test_variants.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 import yaml
 
 from attnlib import grading
+from attnlib.grading.questions import EXERCISES as GRADED
 from conftest import EXERCISES, ROOT
 from fixtures import submissions as fx
 
@@ -104,19 +107,26 @@ def test_five_exercises_cover_the_issue():
         "04_attention_module",
         "05_spot_the_error",
     ]
-    assert set(fx.POINTS) == set(NAMES)
+    assert set(fx.POINTS) == set(NAMES) == set(GRADED)
+    assert {
+        name: {q.name: q.total for q in ex.questions} for name, ex in GRADED.items()
+    } == fx.POINTS
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_each_question_links_its_chapter_and_has_public_and_hidden_tests(source):
+def test_each_question_links_its_chapter_and_has_public_tests_only(source):
+    # hidden cases are drawn at grading time from a private seed (attnlib/grading/questions/):
+    # a hidden test in a public source would not be hidden
     nb = nbformat.read(source, as_version=4)
     blocks = list(_blocks(nb))
     assert blocks, f"{source.name} has no question"
+    names = [re.search(r"^name:\s*(\w+)", config, re.M).group(1) for config, *_ in blocks]
+    assert names == [q.name for q in GRADED[source.stem].questions]
     for config, prompt, solutions, tests in blocks:
         assert "{doc}`../chapters/" in prompt, f"{config}: the prompt links no chapter"
         assert solutions, f"{config}: no solution"
         assert any(not h for h, _ in tests), f"{config}: no public test"
-        assert any(h for h, _ in tests), f"{config}: no hidden test"
+        assert not any(h for h, _ in tests), f"{config}: a hidden test in a public source"
         assert all("call(" in t or "model" in t for _, t in tests), (
             f"{config}: call learner code via call()"
         )
@@ -169,7 +179,7 @@ def test_the_first_cell_installs_what_the_checks_need_where_it_is_missing(name):
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     url, branch = config["repository"]["url"], config["repository"]["branch"]
     assert "except ModuleNotFoundError:" in first.source
-    assert f'%pip install --quiet "attnlib[grade] @ git+{url}@{branch}"' in first.source
+    assert f'%pip install --quiet "attnlib[exercises] @ git+{url}@{branch}"' in first.source
 
 
 FAKE_COLAB = """\
@@ -237,14 +247,7 @@ def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path
     cases = fx.materialise_all(subs, built / "build" / "solutions", EXERCISES)
     before = _digest(subs)
     gradebook = tmp_path / "gradebook.csv"
-    grading.grade(
-        subs,
-        gradebook,
-        autograders=built / "build" / "autograder",
-        jobs=2,
-        timeout=180,
-        cell_seconds=30,
-    )
+    grading.grade(subs, gradebook, seed="gradebook-test", jobs=2)
     with open(gradebook, newline="") as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["student", "question", "score", "total", "note"]
@@ -252,7 +255,9 @@ def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path
         (r["student"], r["question"]): (float(r["score"]), float(r["total"]), r["note"])
         for r in rows
     }
-    assert len(got) == len(rows) == sum(len(fx.POINTS[c.exercise]) for c in cases)
+    # one row per student and question of every exercise in the batch, submitted or not
+    students = {c.student for c in cases}
+    assert len(got) == len(rows) == len(students) * sum(len(p) for p in fx.POINTS.values())
     wrong = []
     for case in cases:
         for q, total in fx.POINTS[case.exercise].items():
@@ -263,12 +268,10 @@ def test_gradebook_of_full_blank_partial_and_hostile_submissions(built, tmp_path
                     f"({case.why or case.kind}) {note}"
                 )
     assert not wrong, "\n".join(wrong)
-    # hostile submissions changed nothing outside their own scratch folder
+    # hostile submissions changed nothing outside their own sandbox
     assert _digest(subs) == before
-    notes = {s: n for (s, _), (_, _, n) in got.items()}
-    assert "Kernel died" in notes["lea"]
-    assert "results withheld" in notes["max"]
-    assert notes["jon"] == notes["kim"] == notes["hal"] == notes["ana"] == ""
+    assert got[("ana", "01_masked_softmax:q1_softmax")][2].startswith("small scores:")
+    assert got[("ana", "02_additive_score:q1_project")][2] == "no submission"
 
 
 # --------------------------------------------------------------------------- the website
@@ -301,23 +304,7 @@ def test_the_site_lists_student_notebooks_and_never_a_solution_or_hidden_test():
     assert not leaks, "\n".join(leaks[:10])
 
 
-def test_the_exercises_page_states_the_points_the_autograder_gives():
+def test_the_exercises_page_states_the_points_the_grader_gives():
     page = (EXERCISES / "index.md").read_text()
     table = dict(re.findall(r"^\| \{doc\}`(\d\d_\w+)` \|[^|]*\| (\d+) \|", page, re.M))
-    assert table == {name: str(sum(fx.POINTS[name].values())) for name in NAMES}
-
-
-@pytest.mark.slow
-def test_a_submission_that_outlives_the_cell_limit_is_stopped_at_the_time_limit(built, tmp_path):
-    nb = nbformat.read(EXERCISES / "01_masked_softmax.ipynb", as_version=4)
-    stubborn = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
-    nb.cells.insert(2, nbformat.v4.new_code_cell(stubborn, id="stubborn"))
-    nbformat.write(nb, tmp_path / "zed.ipynb")
-    scores, note = grading.grade_one(
-        tmp_path / "zed.ipynb",
-        built / "build" / "autograder" / "01_masked_softmax.zip",
-        timeout=15,
-        cell_seconds=5,
-    )
-    assert scores is None
-    assert note == "stopped after the time limit of 15 s"
+    assert table == {n: f"{sum(q.total for q in GRADED[n].questions):g}" for n in NAMES}

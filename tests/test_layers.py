@@ -34,24 +34,66 @@ LAYERS: dict[str, int] = {
     "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention
     # the chapters' claims about trained models
     "evidence": 5,
-    # the instructors' tool
-    "grading": 5,
+    # the graded exercises (a package): the learner's side and the channel on the ground, the
+    # worker on the channel, the trusted grader on top; the package itself re-exports the
+    # learner's side and loads build and grade on demand, so it sits above them all
+    "grading.reference": 0,
+    "grading.checks": 0,
+    "grading.channel": 0,
+    "grading.notebook": 0,
+    "grading.sandbox": 0,
+    "grading.worker": 1,
+    "grading.session": 1,
+    "grading.cases": 1,
+    "grading.build": 1,
+    "grading.questions.ex1_masked_softmax": 3,
+    "grading.questions.ex2_additive_score": 3,
+    "grading.questions.ex3_context_entropy": 3,
+    "grading.questions.ex4_attention_module": 3,
+    "grading.questions.ex5_spot_the_error": 3,
+    "grading.questions": 4,
+    "grading.grader": 5,
+    "grading": 6,
 }
 
 
-def _imports(path: Path) -> set[str]:
-    """The attnlib modules a file imports, at the top or inside a function."""
+def _name(path: Path) -> str:
+    """``core``, ``grading.channel``, ``grading`` (a package's __init__), ``__init__`` (the root)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _known(dotted: str) -> str:
+    """The longest module in LAYERS that ``attnlib.<dotted>`` is or lies in."""
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        if ".".join(parts[:k]) in LAYERS:
+            return ".".join(parts[:k])
+    return parts[0]
+
+
+def _imports(path: Path, top_only: bool = False) -> set[str]:
+    """The attnlib modules a file imports, at the top or (unless ``top_only``) inside a function."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_only else list(ast.walk(tree))
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attnlib"):
-            parts = node.module.split(".")
-            found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            base = node.module.split(".", 1)[1] if "." in node.module else ""
+            for a in node.names:
+                sub = f"{base}.{a.name}" if base else a.name
+                found.add(_known(sub) if sub in LAYERS or not base else _known(base))
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("attnlib.")}
-    return found - {path.stem}
+            found |= {
+                _known(a.name.split(".", 1)[1]) for a in node.names if a.name.startswith("attnlib.")
+            }
+    return found - {_name(path)}
 
 
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__main__")
+FILES = {_name(p): p for p in PACKAGE.rglob("*.py") if p.stem != "__main__"}
+MODULES = sorted(FILES)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -62,7 +104,7 @@ def test_every_module_has_a_layer() -> None:
 def test_a_module_imports_only_from_lower_layers(module: str) -> None:
     upward = {
         dep: LAYERS.get(dep)
-        for dep in _imports(PACKAGE / f"{module}.py")
+        for dep in _imports(FILES[module])
         if LAYERS.get(dep, 99) >= LAYERS[module]
     }
     assert not upward, f"attnlib.{module} (layer {LAYERS[module]}) imports {upward}"
@@ -75,3 +117,19 @@ def test_the_numpy_reference_imports_no_torch() -> None:
         names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module}
         assert not any(n.split(".")[0] == "torch" for n in names), module
+
+
+def test_the_worker_needs_nothing_of_the_grading_package_but_the_channel() -> None:
+    # the sandbox holds attnlib with only these two files of grading (sandbox.stage)
+    assert _imports(FILES["grading.worker"]) == {"grading.channel"}
+    assert _imports(FILES["grading.channel"]) == set()
+
+
+def test_a_learners_kernel_imports_only_the_learners_side() -> None:
+    assert _imports(FILES["grading"], top_only=True) == {
+        "grading.checks",
+        "grading.notebook",
+        "grading.reference",
+    }
+    for module in ("grading.checks", "grading.notebook", "grading.reference"):
+        assert _imports(FILES[module]) == set(), module

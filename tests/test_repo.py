@@ -158,7 +158,7 @@ def test_the_install_cell_installs_from_the_configured_repository_only_where_att
     assert calls == [("pip", f'install --quiet myst-nb "attnlib @ git+{url}@{branch}"')]
 
     exercise = colab.install_cell("01_masked_softmax")  # the exercises' variant, same template
-    assert f'"attnlib[grade] @ git+{url}@{branch}"' in exercise
+    assert f'"attnlib[exercises] @ git+{url}@{branch}"' in exercise
     assert exercise.endswith('grader = student_notebook("01_masked_softmax.ipynb")')
     ast.parse(TransformerManager().transform_cell(exercise))
 
@@ -209,3 +209,17 @@ def test_the_package_reports_the_version_pyproject_declares():
 
     declared_version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert attnlib.__version__ == declared_version
+
+
+def test_every_attnlib_package_is_installed_by_pip():
+    # pyproject lists the packages by name: one left out works in the editable install of this
+    # repository but is missing from the wheel Colab installs from git
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "attnlib").rglob("__init__.py")
+    }
+    assert on_disk <= listed, f"add {sorted(on_disk - listed)} to [tool.setuptools] packages"

@@ -1,0 +1,230 @@
+"""Exercise 4's checks (attnlib/grading/questions/ex4_attention_module.py): mutants lose, fair answers win.
+
+The fast tests drive the checks through the real worker's handlers in this process, with the
+course's own AdditiveAttention standing in for a learner's module (the checks' expected values
+come from the pure-Python references, never from that module). The slow test grades every
+variant of tests/fixtures/variants_torch.py, the solution and the blank notebook in one
+sandboxed run, as an instructor would.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from attnlib.grading import cases, channel, grader
+from attnlib.grading.questions import EXERCISES
+from attnlib.grading.questions import ex4_attention_module as ex4
+from attnlib.grading.worker import Worker
+from attnlib.models import AdditiveAttention, make_seq2seq
+from attnlib.tasks import make_task
+from conftest import EXERCISES as EXERCISE_DIR
+from fixtures.variants import materialise
+from fixtures.variants_torch import EXERCISE, VARIANTS
+
+SOLUTIONS = EXERCISE_DIR / "_build" / "solutions"
+SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
+QUESTIONS = {q.name: q for q in EXERCISES[EXERCISE].questions}
+SEED = "torch-test"
+
+
+# --------------------------------------------------------------------------- the checks, in process
+class _LocalSession:
+    """A worker in this process, fed the grader's messages through the channel's encoding."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.worker = Worker(channel)
+        self.worker.shell.user_ns.update(namespace)
+
+    def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
+        out: list[bytes] = []
+        self.worker.serve([channel.encode({**message, "id": 1}).rstrip(b"\n")], out.append)
+        return channel.decode(out[0].rstrip(b"\n"))
+
+
+def _run(question: str, namespace: dict[str, Any], seed: str = SEED) -> dict[str, str | None]:
+    """Check name → None if it passed, else its failure message."""
+    probe = grader._Probe(_LocalSession(namespace), 10.0)
+    out: dict[str, str | None] = {}
+    for check in QUESTIONS[question].checks:
+        try:
+            check.run(probe, cases.rng_for(seed, EXERCISE, question, check.name))
+            out[check.name] = None
+        except cases.Fail as fail:
+            out[check.name] = str(fail)
+    return out
+
+
+class _MaskIgnored(AdditiveAttention):
+    def forward(self, s_prev, h, mask=None, *, keys=None):
+        return super().forward(s_prev, h, None, keys=keys)
+
+
+@pytest.mark.parametrize("seed", ["a", "b", "c"])
+def test_the_course_module_passes_every_check_of_question_1(seed):
+    assert _run("q1_module", {"MyAdditiveAttention": AdditiveAttention}, seed) == dict.fromkeys(
+        ("shapes", "values", "precompute and scores", "mask")
+    )
+
+
+def test_a_module_that_ignores_the_mask_fails_the_mask_check_only():
+    got = _run("q1_module", {"MyAdditiveAttention": _MaskIgnored})
+    assert [name for name, why in got.items() if why] == ["mask"]
+    assert "should be exactly 0" in str(got["mask"])
+
+
+def test_a_module_without_the_skeletons_layers_is_told_so():
+    class NoLayers(nn.Module):
+        def __init__(self, d_s, d_h, d_a):
+            super().__init__()
+            self.W_a = nn.Parameter(torch.zeros(d_a, d_s))
+
+    got = _run("q1_module", {"MyAdditiveAttention": NoLayers})
+    assert all("W_a is not an nn.Linear" in str(why) for why in got.values()), got
+
+
+@pytest.mark.parametrize("seed", ["a", "b", "c", "d", "e"])
+def test_the_masked_case_puts_the_largest_score_on_padding_and_one_real_position_in_a_row(seed):
+    rng = cases.rng_for(seed, EXERCISE, "q1_module", "mask")
+    W, U, v, s_prev, h, mask, alpha, _ = ex4._mask_case(rng)
+    B, T_x, d_h = h.shape
+    d_a, d_s = W.shape
+    assert len({B, T_x, d_s, d_h, d_a}) == 5
+    assert mask[0].sum() == 1  # one real position
+    assert (~mask).any(axis=1).all()  # padding in every row
+    e = np.tanh((s_prev @ W.T)[:, None, :] + h @ U.T) @ v  # (B, T_x), in numpy
+    for b in range(B):
+        assert e[b][~mask[b]].min() > e[b][mask[b]].max() + 104  # exp(-104) underflows float32
+        assert alpha[b][~mask[b]].tolist() == [0.0] * int((~mask[b]).sum())
+        assert alpha[b].sum() == pytest.approx(1.0)
+
+
+def _notebook_cell(name: str) -> dict[str, Any]:
+    nb = json.loads(SOURCE.read_text())
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "code" and f"\n{name} = dict(" in f"\n{src}":
+            tree = ast.parse(src)
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == name:
+                    call = node.value
+                    assert isinstance(call, ast.Call)
+                    return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    raise AssertionError(f"no cell of {SOURCE.name} sets {name}")
+
+
+def test_the_grader_rebuilds_the_task_and_model_the_notebook_trains():
+    assert _notebook_cell("TASK") == ex4.TASK
+    assert _notebook_cell("SIZES") == ex4.SIZES
+
+
+def test_the_held_out_strings_were_never_seen_in_training_and_depend_on_the_seed():
+    seen = make_task("reverse", **ex4.TASK)
+    trained_on = {src for src, _ in (*seen.train, *seen.valid)}
+    a, b = ex4._held_out(5), ex4._held_out(6)
+    assert len(a.test) == len(b.test) == ex4.HELD_OUT
+    assert not trained_on & {src for src, _ in a.test}
+    assert {len(src) for src, _ in a.test} == set(range(3, 8))
+    assert all(tgt == src[::-1] for src, tgt in a.test)
+    assert a.test != b.test
+    assert ex4._held_out(5).test == a.test
+
+
+def _arrays(model: nn.Module) -> dict[str, Any]:
+    return {
+        k: channel.array(tuple(v.shape), "torch.float32", v.reshape(-1).tolist())
+        for k, v in model.state_dict().items()
+    }
+
+
+def test_a_parameter_missing_or_of_the_wrong_shape_is_named():
+    task = make_task("reverse", **ex4.TASK)
+    params = _arrays(make_seq2seq(task.src_vocab, task.tgt_vocab, **ex4.SIZES, seed=0))
+    ex4._trusted_model(params)  # the course's own layout loads
+    without = {k: v for k, v in params.items() if k != "decoder.W_y.bias"}
+    with pytest.raises(cases.Fail, match=r"no parameter decoder\.W_y\.bias"):
+        ex4._trusted_model(without)
+    small = make_seq2seq(task.src_vocab, task.tgt_vocab, **{**ex4.SIZES, "hidden": 12}, seed=0)
+    with pytest.raises(cases.Fail, match=r"encoder\.\S+ has shape"):
+        ex4._trusted_model(_arrays(small))
+    with pytest.raises(cases.Fail, match="a parameter the course's model does not: extra"):
+        ex4._trusted_model({**params, "extra": params["decoder.W_y.bias"]})
+
+
+def test_an_untrained_model_with_the_course_attention_gets_nothing_for_question_2():
+    task = make_task("reverse", **ex4.TASK)
+    model = make_seq2seq(task.src_vocab, task.tgt_vocab, **ex4.SIZES, seed=0)
+    got = _run("q2_trained", {"model": model})
+    assert "but it is AdditiveAttention" in str(got["your module in the decoder"])
+    assert "held-out strings exactly; 80% are needed" in str(got["held-out exact match"])
+
+
+# --------------------------------------------------------------------------- every variant, graded
+def _place(notebook: Path, subs: Path, student: str) -> None:
+    (subs / student).mkdir(parents=True)
+    shutil.copyfile(notebook, subs / student / f"{EXERCISE}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def gradebook(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ex4")
+    subs = tmp / "submissions"
+    students = {materialise(v, subs).parent.name: v for v in VARIANTS}
+    assert len(students) == len(VARIANTS)
+    _place(SOLUTIONS / f"{EXERCISE}.ipynb", subs, "solution")
+    _place(EXERCISE_DIR / f"{EXERCISE}.ipynb", subs, "blank")
+    start = time.perf_counter()
+    grader.grade(subs, tmp / "gradebook.csv", seed=SEED, jobs=2)
+    seconds = time.perf_counter() - start
+    with open(tmp / "gradebook.csv", newline="") as f:
+        rows = {(r["student"], r["question"].split(":")[1]): r for r in csv.DictReader(f)}
+    return students, rows, seconds
+
+
+@pytest.mark.slow
+def test_every_mutant_loses_points_on_its_question(gradebook):
+    students, rows, _ = gradebook
+    kept = [
+        f"{s}: {v.why} -> {rows[s, v.question]['score']}/{rows[s, v.question]['total']}"
+        for s, v in students.items()
+        if v.kind == "mutant"
+        and float(rows[s, v.question]["score"]) >= float(rows[s, v.question]["total"])
+    ]
+    assert not kept, "\n".join(kept)
+    assert sum(v.kind == "mutant" and v.question == "q1_module" for v in students.values()) >= 4
+    assert sum(v.kind == "mutant" and v.question == "q2_trained" for v in students.values()) >= 2
+
+
+@pytest.mark.slow
+def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(gradebook):
+    students, rows, _ = gradebook
+    fair = [s for s, v in students.items() if v.kind == "fair"]
+    assert sum(students[s].question == "q1_module" for s in fair) >= 2
+    assert sum(students[s].question == "q2_trained" for s in fair) >= 2
+    wrong = []
+    for student in [*fair, "solution"]:
+        for q in QUESTIONS:
+            r = rows[student, q]
+            if float(r["score"]) != float(r["total"]):
+                wrong.append(f"{student} {q}: {r['score']}/{r['total']} {r['note']}")
+    assert not wrong, "\n".join(wrong)
+    assert sum(float(rows["solution", q]["score"]) for q in QUESTIONS) == 7
+    assert [float(rows["blank", q]["score"]) for q in QUESTIONS] == [0.0, 0.0]
+
+
+@pytest.mark.slow
+def test_a_whole_class_grades_within_an_hour_at_two_jobs(gradebook):
+    students, _, seconds = gradebook
+    per_submission = seconds / (len(students) + 2)  # wall time per notebook at jobs=2
+    print(f"\nexercise 4: {per_submission:.1f} s per submission at 2 jobs ({seconds:.0f} s in all)")
+    assert per_submission * 300 < 3600

@@ -1,0 +1,317 @@
+"""The grader tells wrong answers from right ones: a mutant loses points, a fair variant none.
+
+Two halves. The fast one runs the checks of exercises 1, 2, 3 and 5 in this process, on a
+:class:`FakeProbe` that calls the answers directly but passes every argument and every
+result through the same plain-data channel as the sandboxed worker: the solution passes every
+check for several seeds, the public checks use fixed inputs and the hidden ones draw theirs
+from the seed, and every variant of ``fixtures/variants.py`` does what it should. The slow
+one materialises every variant into one folder and grades it once, for real (sandbox,
+switched-off references), with :func:`attnlib.grading.grader.grade`. Exercise 4's torch
+variants are tests/test_grading_torch.py's.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import pytest
+
+import attnlib
+from attnlib.grading import cases, channel, grader, sandbox, worker
+from attnlib.grading.questions import EXERCISES
+from fixtures import variants as fv
+
+# exercise 4's variants train a model each: tests/test_grading_torch.py grades them
+ALL = list(fv.VARIANTS)
+USES = fv.USES
+NUMPY_EXERCISES = (
+    "01_masked_softmax",
+    "02_additive_score",
+    "03_context_entropy",
+    "05_spot_the_error",
+)
+SEEDS = ("alpha", "beta", "gamma", "delta", "epsilon")
+
+
+def _id(v: fv.Variant) -> str:
+    return f"{v.exercise[:2]}-{v.question}-{v.why}"
+
+
+# =========================================================================== in process
+def _through_channel(value: Any) -> Any:
+    """The value as the other side reads it: encoded to a line of JSON and decoded."""
+    return channel.decode(channel.encode({"value": value}))["value"]
+
+
+class FakeProbe:
+    """A :class:`~attnlib.grading.cases.Probe` that calls answers in this process.
+
+    Arguments and results cross the channel's plain data exactly as with the worker
+    (``grader._plain_arg``, ``worker.from_plain``, ``worker.to_plain``), so a check sees
+    what it would see in the sandbox; warnings are silenced, as the worker discards them.
+    """
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.namespace = namespace
+        self.calls: list[Any] = []
+
+    def call(self, target: str, *args: Any, seconds: float = 10.0, **kwargs: Any) -> Any:
+        sent = _through_channel(
+            {
+                "args": [grader._plain_arg(a) for a in args],
+                "kwargs": {k: grader._plain_arg(v) for k, v in kwargs.items()},
+            }
+        )
+        self.calls.append((target, sent))
+        fn = self.namespace.get(target)
+        if not callable(fn):
+            raise cases.Fail(f"{target} is not defined: write it and run its cell")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = fn(
+                    *(worker.from_plain(a) for a in sent["args"]),
+                    **{k: worker.from_plain(v) for k, v in sent["kwargs"].items()},
+                )
+        except Exception as err:
+            raise cases.Fail(f"{target} raised {type(err).__name__}: {err}") from None
+        return _through_channel(worker.to_plain(out, channel))
+
+    def new(self, target: str, *args: Any, weights: dict[str, Any] | None = None) -> str:
+        raise NotImplementedError("the numpy exercises create no module")
+
+    def state(self, target: str, parts: Any = ()) -> dict[str, Any]:
+        raise NotImplementedError("the numpy exercises create no module")
+
+
+def _switched_off_view(exercise: cases.Exercise) -> types.SimpleNamespace:
+    """``import attnlib as al`` as the sandbox stages it: the exercise's references raise."""
+    names = {n.split(".", 1)[1] for n in exercise.switched_off if n.startswith("core.")}
+
+    def off(name: str) -> Any:
+        def raiser(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(f"attnlib's core.{name} is switched off")
+
+        return raiser
+
+    return types.SimpleNamespace(
+        **{n: off(n) if n in names else getattr(attnlib, n) for n in attnlib.__all__}
+    )
+
+
+def _solution_cells(exercise: str) -> dict[str, str]:
+    """Question name → the source of its answer cell in the solution notebook."""
+    nb = nbformat.read(fv.SOLUTIONS / f"{exercise}.ipynb", as_version=4)
+    out = {}
+    for q in EXERCISES[exercise].questions:
+        (cell,) = [c for c in nb.cells if c.cell_type == "code" and fv.binds(c.source, q.defines)]
+        out[q.name] = cell.source
+    return out
+
+
+def _namespace(exercise: str, replace: fv.Variant | None = None) -> dict[str, Any]:
+    """The answers of the solution, one replaced by a variant, run in a fresh namespace."""
+    view = _switched_off_view(EXERCISES[exercise])
+    ns: dict[str, Any] = {"np": np, "al": view}
+    for question, source in _solution_cells(exercise).items():
+        if replace is not None and replace.question == question:
+            source = replace.answer
+        exec(compile(source, f"<{exercise}:{question}>", "exec"), ns)
+        if ns.get("al") is attnlib:  # the cell imported attnlib itself: the staged one
+            ns["al"] = view
+    return ns
+
+
+def _grade_in_process(
+    exercise: str, seed: str, replace: fv.Variant | None = None
+) -> dict[str, tuple[float, list[str]]]:
+    """Question → (score, notes), by the grader's rules, without a sandbox."""
+    ex = EXERCISES[exercise]
+    probe = FakeProbe(_namespace(exercise, replace))
+    out = {}
+    for q in ex.questions:
+        score, notes = 0.0, []
+        for check in q.checks:
+            try:
+                check.run(probe, cases.rng_for(seed, ex.name, q.name, check.name))
+            except Exception as err:  # Fail, or a value the check could not use
+                notes.append(f"{check.name}: {type(err).__name__}: {err}")
+            else:
+                score += check.points
+        out[q.name] = (score, notes)
+    return out
+
+
+def _total(exercise: str, question: str) -> float:
+    return next(q.total for q in EXERCISES[exercise].questions if q.name == question)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
+def test_the_solution_passes_every_check(exercise, seed):
+    for question, (score, notes) in _grade_in_process(exercise, seed).items():
+        assert score == _total(exercise, question), f"{question}: {notes}"
+
+
+def _public_points(exercise: str) -> dict[str, float]:
+    """Question → the points of its public tests in the instructor's source notebook."""
+    nb = nbformat.read(fv.ROOT / "exercises" / "source" / f"{exercise}.ipynb", as_version=4)
+    points: dict[str, float] = {}
+    question = None
+    for cell in nb.cells:
+        found = re.match(r"# BEGIN QUESTION\s+name:\s*(\w+)", cell.source.strip())
+        if cell.cell_type == "raw" and found:
+            question = found.group(1)
+        config = re.search(r"BEGIN TEST CONFIG(.*?)END TEST CONFIG", cell.source, re.S)
+        hidden = config and re.search(r"^hidden:\s*true", config.group(1), re.M)
+        if cell.cell_type == "code" and config and question and not hidden:
+            pts = float(re.search(r"^points:\s*([\d.]+)", config.group(1), re.M).group(1))
+            points[question] = points.get(question, 0.0) + pts
+    return points
+
+
+@pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
+def test_public_checks_are_the_notebooks_public_tests(exercise):
+    ex = EXERCISES[exercise]
+    assert ex.number == int(exercise[:2])
+    public = {q.name: sum(c.points for c in q.checks if c.public) for q in ex.questions}
+    assert public == _public_points(exercise)
+
+
+def _inputs(exercise: str, seed: str) -> dict[tuple[str, str], list[Any]]:
+    """(question, check) → every call the check made on the solution, as sent."""
+    ex = EXERCISES[exercise]
+    ns = _namespace(exercise)
+    out = {}
+    for q in ex.questions:
+        for check in q.checks:
+            probe = FakeProbe(ns)
+            check.run(probe, cases.rng_for(seed, ex.name, q.name, check.name))
+            out[q.name, check.name] = probe.calls
+    return out
+
+
+@pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
+def test_public_inputs_are_fixed_and_hidden_ones_come_from_the_seed(exercise):
+    first, second = _inputs(exercise, "one seed"), _inputs(exercise, "another seed")
+    checks = {(q.name, c.name): c for q in EXERCISES[exercise].questions for c in q.checks}
+    for key, check in checks.items():
+        assert first[key], f"{key}: the check calls nothing"
+        assert (first[key] == second[key]) == check.public, key
+
+
+@pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
+def test_the_switched_off_references_exist_and_stage(exercise, tmp_path):
+    import importlib
+
+    ex = EXERCISES[exercise]
+    for qualified in ex.switched_off:
+        module, _, name = qualified.partition(".")
+        owner: Any = importlib.import_module(f"attnlib.{module}")
+        for part in name.split("."):
+            owner = getattr(owner, part, None)
+        assert callable(owner), qualified
+    staged = sandbox.stage(tmp_path, exercise, ex.switched_off)
+    text = "".join(p.read_text() for p in (staged / "attnlib").glob("*.py"))
+    assert text.count("is switched off while") == len(ex.switched_off)
+
+
+def test_every_variant_is_one_distinct_answer():
+    students = [v.student for v in fv.VARIANTS]
+    assert len(set(students)) == len(students)
+    for v in fv.VARIANTS:
+        assert fv.binds(v.answer, fv.defined_name(v)), _id(v)
+    for exercise in NUMPY_EXERCISES:
+        for q in EXERCISES[exercise].questions:
+            mine = [v for v in fv.VARIANTS if (v.exercise, v.question) == (exercise, q.name)]
+            assert sum(v.kind == "mutant" for v in mine) >= 4, q.name
+            assert sum(v.kind == "fair" for v in mine) >= 2, q.name
+
+
+def test_materialise_replaces_only_the_answer_cell(tmp_path):
+    v = next(v for v in fv.VARIANTS if v.question == "q2_attention_context")
+    out = fv.materialise(v, tmp_path)
+    assert out == tmp_path / v.student / "03_context_entropy.ipynb"
+    got = nbformat.read(out, as_version=4)
+    want = nbformat.read(fv.SOLUTIONS / "03_context_entropy.ipynb", as_version=4)
+    changed = [k for k, (a, b) in enumerate(zip(got.cells, want.cells, strict=True)) if a != b]
+    assert len(changed) == 1
+    assert got.cells[changed[0]].source == v.answer
+    assert any("import attnlib as al" in c.source for c in got.cells)
+
+
+@pytest.mark.parametrize("variant", fv.MUTANTS, ids=_id)
+def test_a_mutant_loses_points_in_process(variant):
+    for seed in SEEDS[:2]:
+        score, _ = _grade_in_process(variant.exercise, seed, variant)[variant.question]
+        assert score < _total(variant.exercise, variant.question), f"{seed}: full marks"
+
+
+@pytest.mark.parametrize("variant", fv.FAIR, ids=_id)
+def test_a_fair_variant_gets_full_marks_in_process(variant):
+    for seed in SEEDS:
+        for question, (score, notes) in _grade_in_process(variant.exercise, seed, variant).items():
+            assert score == _total(variant.exercise, question), f"{seed}, {question}: {notes}"
+
+
+# =========================================================================== in the sandbox
+def _read_gradebook(path: Path) -> dict[tuple[str, str], tuple[float, float, str]]:
+    with open(path, newline="") as f:
+        return {
+            (r["student"], r["question"]): (float(r["score"]), float(r["total"]), r["note"])
+            for r in csv.DictReader(f)
+        }
+
+
+def _grade(folder: Path, variants: list[fv.Variant], seed: str) -> dict[Any, Any]:
+    for v in variants:
+        fv.materialise(v, folder / "submissions")
+    gradebook = folder / "gradebook.csv"
+    grader.grade(folder / "submissions", gradebook, seed=seed, jobs=2)
+    return _read_gradebook(gradebook)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every variant, graded once in one folder."""
+    return _grade(tmp_path_factory.mktemp("variants"), ALL, "variants-test")
+
+
+def _scores(book: dict[Any, Any], v: fv.Variant) -> dict[str, tuple[float, float, str]]:
+    ex = EXERCISES[v.exercise]
+    return {q.name: book[v.student, f"{v.exercise}:{q.name}"] for q in ex.questions}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in ALL if v.kind == "mutant"], ids=_id)
+def test_a_mutant_loses_points_on_its_question(graded, variant):
+    for question, (score, total, note) in _scores(graded, variant).items():
+        if question == variant.question:
+            assert score < total, f"a mutant got full marks: {variant.why}"
+        elif USES.get((variant.exercise, question)) != variant.question:
+            assert score == total, f"{question}, which is the solution's: {note}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in ALL if v.kind == "fair"], ids=_id)
+def test_a_fair_variant_gets_full_marks(graded, variant):
+    for question, (score, total, note) in _scores(graded, variant).items():
+        assert score == total, f"{question}: {note}"
+
+
+@pytest.mark.slow
+def test_fair_marks_do_not_depend_on_the_seed(graded, tmp_path):
+    exercise = "05_spot_the_error"
+    fair = [v for v in fv.FAIR if v.exercise == exercise]
+    other = _grade(tmp_path, fair, "another seed")
+    assert _inputs(exercise, "variants-test") != _inputs(exercise, "another seed")
+    for v in fair:
+        assert _scores(other, v) == _scores(graded, v)
+        assert all(score == total for score, total, _ in _scores(other, v).values())
