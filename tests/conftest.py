@@ -10,6 +10,8 @@ parametrised cases, that takes more than about a second or needs the built site 
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -32,6 +34,40 @@ NOTEBOOKS = sorted(
     for p in d.rglob("*.ipynb")
     if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
 )
+
+
+#: The solution notebooks the grading tests hand in (``make exercises`` writes them; git ignores
+#: them, so a fresh clone has none): built once per run by :func:`exercise_solutions`.
+SOLUTIONS = EXERCISES / "_build" / "solutions"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def exercise_solutions() -> Path:
+    """``exercises/_build/solutions``, built from the sources when missing or out of date.
+
+    The stamp is a digest of the sources and of the build code; a file lock lets the xdist
+    workers share one build. Only the build folder is written (the student notebooks and the
+    shipped checks go to a temporary folder: ``tests/test_exercises.py`` checks those).
+    """
+    from filelock import FileLock
+
+    from attnlib.grading.build import build
+
+    inputs = sorted((EXERCISES / "source").glob("*.ipynb"))
+    inputs += [ROOT / "attnlib" / "grading" / "build.py", ROOT / "attnlib" / "colab.py"]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in inputs)).hexdigest()
+    stamp = SOLUTIONS / ".sources.sha256"
+    SOLUTIONS.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(SOLUTIONS.parent / ".build.lock")):
+        if not stamp.exists() or stamp.read_text() != digest:
+            with tempfile.TemporaryDirectory() as tmp:
+                build(
+                    students=Path(tmp) / "students",
+                    out=SOLUTIONS.parent,
+                    checks=Path(tmp) / "checks",
+                )
+            stamp.write_text(digest)
+    return SOLUTIONS
 
 
 # --------------------------------------------------------------------------- strategies

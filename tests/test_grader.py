@@ -19,8 +19,7 @@ import pytest
 from attnlib.grading import cases, channel, grader, sandbox, session
 from attnlib.grading.questions import EXERCISES
 from conftest import EXERCISES as EXERCISE_DIR
-
-SOLUTIONS = EXERCISE_DIR / "_build" / "solutions"
+from conftest import SOLUTIONS
 
 
 # --------------------------------------------------------------------------- the channel

@@ -29,10 +29,10 @@ from attnlib.grading.worker import Worker
 from attnlib.models import AdditiveAttention, make_seq2seq
 from attnlib.tasks import make_task
 from conftest import EXERCISES as EXERCISE_DIR
+from conftest import SOLUTIONS
 from fixtures.variants import materialise
 from fixtures.variants_torch import EXERCISE, VARIANTS
 
-SOLUTIONS = EXERCISE_DIR / "_build" / "solutions"
 SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
 QUESTIONS = {q.name: q for q in EXERCISES[EXERCISE].questions}
 SEED = "torch-test"
