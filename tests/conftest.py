@@ -51,10 +51,10 @@ def exercise_solutions() -> Path:
     """
     from filelock import FileLock
 
-    from attnlib.grading.build import build
+    from attnlib.grading.assign import build
 
     inputs = sorted((EXERCISES / "source").glob("*.ipynb"))
-    inputs += [ROOT / "attnlib" / "grading" / "build.py", ROOT / "attnlib" / "colab.py"]
+    inputs += [ROOT / "attnlib" / "grading" / "assign.py", ROOT / "attnlib" / "colab.py"]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in inputs)).hexdigest()
     stamp = SOLUTIONS / ".sources.sha256"
     SOLUTIONS.parent.mkdir(parents=True, exist_ok=True)

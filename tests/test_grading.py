@@ -142,3 +142,15 @@ def test_student_notebook_says_how_to_install_otter_when_it_is_missing(monkeypat
     monkeypatch.setitem(sys.modules, "otter", None)  # import otter now raises ModuleNotFoundError
     with pytest.raises(ModuleNotFoundError, match=r'pip install "attnlib\[exercises\]"'):
         g.student_notebook("01_masked_softmax.ipynb")
+
+
+def test_build_and_grade_stay_functions_once_their_modules_are_imported():
+    # importing a submodule binds its name on the package: a module named like a function
+    # the package re-exports would shadow it (``grading.build`` was once the module)
+    import importlib
+    import inspect
+
+    for module in ("attnlib.grading.assign", "attnlib.grading.grader"):
+        importlib.import_module(module)
+    assert inspect.isfunction(g.build)
+    assert inspect.isfunction(g.grade)

@@ -45,7 +45,7 @@ LAYERS: dict[str, int] = {
     "grading.worker": 1,
     "grading.session": 1,
     "grading.cases": 1,
-    "grading.build": 1,
+    "grading.assign": 1,
     "grading.questions.ex1_masked_softmax": 3,
     "grading.questions.ex2_additive_score": 3,
     "grading.questions.ex3_context_entropy": 3,

@@ -13,7 +13,7 @@ The package is split by where its code runs:
 * **the trusted instructor's side**: :mod:`.sandbox` (bubblewrap, seccomp,
   limits), :mod:`.session` (one worker, driven over the channel), :mod:`.cases`
   (the checks and the hidden cases drawn from a private seed), :mod:`.grader`
-  (folder → gradebook) and :mod:`.build` (sources → student notebooks).
+  (folder → gradebook) and :mod:`.assign` (sources → student notebooks, :func:`build`).
   :func:`build` and :func:`grade` are loaded from there on first use.
 
 Command line: ``python -m attnlib.grading build`` and
@@ -48,7 +48,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """The instructor's :func:`build` and :func:`grade`, imported only when asked for."""
     if name == "build":
-        from attnlib.grading.build import build
+        from attnlib.grading.assign import build
 
         return build
     if name == "grade":

@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "build":
-        from attnlib.grading.build import build
+        from attnlib.grading.assign import build
 
         for path in build(names=args.names or None):
             sys.stdout.write(f"wrote {path}\n")

@@ -43,6 +43,7 @@ __all__ = ["Limits", "command", "problem", "seccomp_filter", "stage"]
 PACKAGE = Path(__file__).resolve().parents[1]
 WORK = "/submission"
 STAGE = "/opt/attnlib"
+VENV = "/opt/venv"
 UID = 65534
 
 
@@ -179,8 +180,10 @@ def _system_binds() -> list[str]:
             args += ["--ro-bind", str(path), str(path)]
     for etc in ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"):
         args += ["--ro-bind-try", etc, etc]
+    if _in_venv():  # the environment at a fixed path, wherever the host keeps it (/tmp...)
+        args += ["--ro-bind", sys.prefix, VENV]
     seen: set[str] = set()
-    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+    for prefix in (sys.base_prefix, sys.base_exec_prefix):
         real = os.path.realpath(prefix)
         for p in {prefix, real}:
             if p not in seen and not p.startswith("/usr"):
@@ -189,8 +192,18 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _in_venv() -> bool:
+    return sys.prefix != sys.base_prefix
+
+
 def python() -> str:
-    """The interpreter the worker runs with: this one (its environment is bound read-only)."""
+    """The interpreter the worker runs with, as the sandbox sees it: this one.
+
+    A virtual environment is bound at :data:`VENV`, and its interpreter is started from
+    there, so Python finds the environment's packages by its own ``pyvenv.cfg``.
+    """
+    if _in_venv():
+        return f"{VENV}/bin/{Path(sys.executable).name}"
     return sys.executable
 
 
