@@ -20,6 +20,8 @@ LAYERS: dict[str, int] = {
     "runtime": 0,  # torch thread count and eval mode
     "colab": 0,  # the notebooks' install cell
     "claims": 0,  # claims checked against their evidence
+    "data": 0,  # the English-French pairs, shipped as package data (no code)
+    "scoring": 0,  # BLEU and chrF of translations (sacrebleu)
     # built on the ground
     "__init__": 1,
     "plots": 1,
@@ -28,6 +30,8 @@ LAYERS: dict[str, int] = {
     "models": 1,
     # training and interactive views
     "train": 2,
+    "decoding": 2,  # greedy and beam search over a Seq2Seq
+    "tatoeba": 3,  # the English-French pairs: reading, normalising, tokenising, splitting, batches
     "widgets": 2,
     # what reads trained models
     "importance": 3,
