@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "train": 2,
     "decoding": 2,  # greedy and beam search over a Seq2Seq
     "tatoeba": 3,  # the English-French pairs: reading, normalising, tokenising, splitting, batches
+    "translation": 4,  # the English-French model: recipe, training, translating, BLEU
     "widgets": 2,
     # what reads trained models
     "importance": 3,

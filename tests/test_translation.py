@@ -1,0 +1,173 @@
+"""Tests of attnlib.translation on a small slice of the shipped Tatoeba pairs."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+import torch
+
+from attnlib import tatoeba as tb
+from attnlib import translation as tr
+
+TINY = tr.Recipe(
+    limit=300, test_sources=40, valid_sources=20, min_freq=1, emb=16, hidden=16, d_s=24, d_a=8,
+    batch_size=32, max_epochs=3, patience=3, lr=1e-2, threads=1,
+)  # fmt: skip
+
+
+@functools.cache
+def _pairs() -> list[tb.TextPair]:
+    return tb.load_pairs()[:300]
+
+
+@functools.cache
+def _data(recipe: tr.Recipe = TINY) -> tr.Data:
+    return tr.prepare(recipe, _pairs())
+
+
+@functools.cache
+def _trained() -> tuple[object, tr.TrainHistory]:
+    return tr.train_model(TINY, _data(), progress=False)
+
+
+@functools.cache
+def _quick() -> tuple[object, tr.TrainHistory]:
+    """A few steps only: enough for the decoding and scoring paths, fast."""
+    return tr.train_model(dataclasses.replace(TINY, max_steps=5), _data(), progress=False)
+
+
+def test_recipe_is_frozen_and_checked() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TINY.lr = 1.0  # type: ignore[misc]
+    with pytest.raises(ValueError, match="decoder"):
+        tr.Recipe(decoder="luong")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="min_freq"):
+        tr.Recipe(min_freq=0)
+    assert tr.Recipe(**TINY.as_dict()) == TINY
+
+
+def test_prepare_is_deterministic_and_holds_out_whole_sources() -> None:
+    a, b = _data(), tr.prepare(TINY, _pairs())
+    assert a.train == b.train
+    assert a.valid == b.valid
+    assert a.src_vocab.itos == b.src_vocab.itos
+    assert a.tgt_vocab.itos == b.tgt_vocab.itos
+    test = {en.casefold() for en in a.sources("test")}
+    assert len(test) == 40
+    assert not test & {p.en.casefold() for p in a.split.train}
+    # every pair of the slice is in exactly one split
+    assert len(a.split.train) + len(a.split.valid) + len(a.split.test) == 300
+
+
+def test_prepare_max_src_len_filters_training_only() -> None:
+    short = tr.prepare(dataclasses.replace(TINY, max_src_len=2), _pairs())
+    assert short.train
+    itos = short.src_vocab.itos  # min_freq=1: no <unk>, every id is its token
+    words = [sum(any(c.isalnum() for c in itos[i]) for i in src[:-1]) for src, _ in short.train]
+    assert max(words) == 2
+    assert len(short.train) < len(_data().train)
+    assert short.valid == _data().valid
+    assert short.references == _data().references
+
+
+@pytest.mark.slow
+def test_training_lowers_the_loss_and_keeps_the_best_epoch() -> None:
+    model, hist = _trained()
+    assert hist.steps == len(hist.loss) > 0
+    first, last = sum(hist.loss[:3]) / 3, sum(hist.loss[-3:]) / 3
+    assert last < first - 0.5
+    assert len(hist.valid_loss) == len(hist.epoch_train_loss) <= TINY.max_epochs
+    assert hist.valid_loss[hist.best_epoch - 1] == min(hist.valid_loss)
+    # the returned weights are the best epoch's: their validation loss is the minimum
+    again = tr.validation_loss(model, _data().valid)  # type: ignore[arg-type]
+    assert again == pytest.approx(min(hist.valid_loss), rel=1e-5)
+
+
+def test_training_is_deterministic_under_the_seed() -> None:
+    recipe = dataclasses.replace(TINY, max_epochs=1, max_steps=3)
+    m1, h1 = tr.train_model(recipe, _data(), progress=False)
+    m2, h2 = tr.train_model(recipe, _data(), progress=False)
+    assert h1.loss == h2.loss
+    assert h1.steps == 3
+    for (k1, v1), (k2, v2) in zip(m1.state_dict().items(), m2.state_dict().items(), strict=True):
+        assert k1 == k2
+        assert torch.equal(v1, v2)
+
+
+def test_baseline_trains_under_the_same_recipe() -> None:
+    recipe = dataclasses.replace(TINY, decoder="none", max_epochs=1, max_steps=2)
+    model, hist = tr.train_model(recipe, _data(), progress=False)
+    assert not model.has_attention
+    assert hist.steps == 2
+    assert hist.stopped == "max_steps"
+
+
+def test_translate_returns_one_french_string_per_sentence() -> None:
+    model, _ = _quick()
+    sentences = ["Go.", "I am here.", "Zyxwv qqq."]  # the last is all <unk>
+    for k in (1, 3):
+        out = tr.translate(model, _data(), sentences, k=k)  # type: ignore[arg-type]
+        assert len(out) == 3
+        assert all(isinstance(s, str) for s in out)
+        assert not any("<eos>" in s or "<pad>" in s for s in out)
+    with pytest.raises(TypeError):
+        tr.translate(model, _data(), "Go.")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no tokens"):
+        tr.translate(model, _data(), ["   "])  # type: ignore[arg-type]
+
+
+def test_translate_does_not_depend_on_batching() -> None:
+    model, _ = _quick()
+    sentences = ["Go.", "I am very tired today.", "Hi."]
+    together = tr.translate(model, _data(), sentences)  # type: ignore[arg-type]
+    alone = [tr.translate(model, _data(), [s])[0] for s in sentences]  # type: ignore[arg-type]
+    assert together == alone
+
+
+def test_evaluate_bleu_scores_against_all_references() -> None:
+    model, _ = _quick()
+    data = _data()
+    ev = tr.evaluate_bleu(model, data, "test", k=1, threads=1)  # type: ignore[arg-type]
+    assert "nrefs:" in ev.bleu.signature
+    assert "tok:13a" in ev.bleu.signature
+    assert "chrF" in ev.chrf.signature or "nc:6" in ev.chrf.signature
+    assert ev.hypotheses == tr.translate(model, data, ev.sources)  # type: ignore[arg-type]
+    assert ev.bleu.n_sentences == len(ev.hypotheses) == 40
+    assert 0.0 <= ev.bleu.score <= 100.0
+    assert 0.0 <= ev.chrf.score <= 100.0
+    assert sum(b.n_sentences for b in ev.buckets) == 40
+    # the references are those of the split, grouped by source
+    want = {en: sorted(p.fr for p in data.split.test if p.en == en) for en in ev.sources}
+    assert {en: sorted(r) for en, r in zip(ev.sources, ev.references, strict=True)} == want
+
+
+def test_evaluate_bleu_of_the_references_themselves_is_perfect() -> None:
+    # a model that outputs one reference of each source scores 100: built by hand here
+    data = _data()
+    refs = [r for _, r in data.references["test"]]
+    from attnlib import scoring
+
+    assert scoring.corpus_bleu([r[0] for r in refs], refs).score == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="split"):
+        tr.evaluate_bleu(_quick()[0], data, "train")  # type: ignore[arg-type]
+
+
+def test_build_casing_learns_names_from_inside_sentences() -> None:
+    casing = tr.build_casing(["Je vois Tom.", "Elle aime Tom.", "Il voit tom.", "Paris est loin."])
+    assert casing["tom"] == "Tom"  # 2 against 1
+    assert "paris" not in casing  # only ever seen first in a sentence
+    assert casing["vois"] == "vois"
+
+
+def test_translate_restores_case_and_can_drop_unk() -> None:
+    model, _ = _quick()
+    sentences = ["Go.", "Tom is here.", "Zyxwv qqq blorp."]
+    cased = tr.translate(model, _data(), sentences, k=2)  # type: ignore[arg-type]
+    assert all(s[:1] == s[:1].upper() for s in cased)
+    dropped = tr.translate(model, _data(), sentences, k=2, keep_unk=False)  # type: ignore[arg-type]
+    assert not any("<unk>" in s for s in dropped)
+    for a, b in zip(cased, dropped, strict=True):
+        if "<unk>" not in a:
+            assert a == b
