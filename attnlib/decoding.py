@@ -24,6 +24,11 @@ How the search runs
   ``model.decoder.step`` on all of them. The source memory (h, the keys U_a h,
   the mask) is computed once per sentence and repeated over its k lanes; the
   keys are never recomputed.
+* **One sentence, or k = 1.** A batch without padding (one sentence always)
+  skips the all-zero mask bias; with k = 1 a lighter loop takes the argmax
+  at every step and does none of the beam bookkeeping (tests check that it
+  returns what the general search with k = 1 returns). The input checks run
+  once per call, not once per step.
 * **Pruning by log-probability.** Each step scores the k·V continuations of a
   sentence's k prefixes by their summed log-probability and keeps the 2k best.
   Those ending in ``<eos>`` among the first k are finished hypotheses; the k
@@ -59,17 +64,20 @@ The Part IV chapter on decoding and scoring real translations (issue 15).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from attnlib.models import SourceMemory
+from attnlib.models import _FIRST_OUTPUT_ID, SourceMemory, _unpadded_memory
 from attnlib.runtime import eval_mode
-from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnlib.vocab import BOS_ID, EOS_ID
 
 __all__ = ["Decoded", "Hypothesis", "beam_search", "greedy", "length_penalty"]
 
@@ -188,6 +196,41 @@ def _check_args(model: Any, k: Any, max_len: Any, length_alpha: Any) -> None:
         )
 
 
+def _eval_mode(model: Any) -> contextlib.AbstractContextManager[Any]:
+    """``eval_mode(model)``, or nothing to do if every module is in eval mode already.
+
+    Switching modes walks the whole module tree twice; for one short sentence that
+    costs about as much as a decoder step.
+    """
+    modules = getattr(model, "modules", None)
+    if callable(modules) and not any(m.training for m in modules()):
+        return contextlib.nullcontext(model)
+    return eval_mode(model)
+
+
+def _log_normaliser(logits: Tensor, top_logit: Tensor, top_tok: Tensor) -> Tensor:
+    """log Σ_v exp(logits_v) of each row, in float64: (N, V) → (N,).
+
+    From one fused log_softmax pass (``torch.logsumexp`` makes several passes over the
+    V logits, the largest cost of a step over a batch). The row's most probable
+    output, ``top_tok`` with logit ``top_logit``, has log p = logit - lse, so
+    lse = logit - log p; in float64 that subtraction of two float32 numbers is exact.
+    """
+    return top_logit.double() - _log_p_of(logits, top_tok).double()
+
+
+def _log_p_of(logits: Tensor, tok: Tensor) -> Tensor:
+    """log p of one token per row, from the logits: (N, V), (N,) → (N,) float32."""
+    return torch.log_softmax(logits, dim=-1).gather(1, tok.unsqueeze(1)).squeeze(1)
+
+
+def _stepper(decoder: Any, mem: SourceMemory) -> Callable[..., Any]:
+    """``decoder.step(·, ·, mem)``: the decoder's own closure if it has one (weights looked up
+    once, see ``Decoder._stepper``), else a plain call."""
+    make = getattr(decoder, "_stepper", None)
+    return make(mem) if callable(make) else functools.partial(decoder.step, mem=mem)
+
+
 def _repeat(x: Tensor | None, k: int) -> Tensor | None:
     """Each row of x, k times in a row: (B, ...) → (B·k, ...), sentence b in lanes b·k … b·k+k-1."""
     return None if x is None else x.repeat_interleave(k, dim=0)
@@ -248,7 +291,9 @@ def beam_search(
     attnlib.models.Seq2Seq.greedy
     """
     _check_args(model, k, max_len, length_alpha)
-    with eval_mode(model):
+    with _eval_mode(model):
+        if k == 1:
+            return _search_k1(model, src, max_len, float(length_alpha), return_attention)
         return _search(model, src, k, max_len, float(length_alpha), return_attention)
 
 
@@ -295,10 +340,12 @@ def _search(
     lengths = [int(n) for n in n_real.tolist()]
     limits = [2 * n + 2 for n in lengths] if max_len is None else [max_len] * B
     V = int(model.tgt_vocab_size)
-    per_lane = min(2 * k, V)  # a lane's candidates: the global 2k best are among them
+    first = _FIRST_OUTPUT_ID  # <pad> and <bos> (ids below it) are not outputs
+    # A lane's candidates: the global 2k best are among them (k·per_lane ≥ 2k, as V ≥ 4).
+    per_lane = min(2 * k, V - first)
 
     # The source memory, once per sentence, repeated over its k lanes (keys included).
-    mem: SourceMemory = model.decoder.memory(h, final, mask)
+    mem: SourceMemory = _unpadded_memory(model.decoder.memory(h, final, mask))
     mem = dataclasses.replace(
         mem,
         h=mem.h.repeat_interleave(k, dim=0),
@@ -307,6 +354,7 @@ def _search(
         mask=_repeat(mem.mask, k),
     )
     s = _repeat(model.decoder.init_state(final), k)  # (B·k, ...)
+    step = _stepper(model.decoder, mem)  # decoder.step(·, ·, mem) on the B·k lanes
     N = B * k
     y = torch.full((N,), BOS_ID, dtype=torch.long)
     # Only lane 0 of each sentence is live at the start; the others wait at -inf.
@@ -316,8 +364,6 @@ def _search(
     base = (torch.arange(B) * k).unsqueeze(1)  # (B, 1): sentence b's first lane
     history = torch.empty((N, 0), dtype=torch.long)  # tokens of each live prefix
     alphas: Tensor | None = None  # (N, t, T_x): α of each live prefix
-    never = torch.zeros(V)
-    never[[BOS_ID, PAD_ID]] = float("-inf")  # <bos> and <pad> are not outputs
 
     found: list[list[tuple[float, tuple[int, ...], bool, Tensor | None]]] = [[] for _ in range(B)]
     done = [False] * B
@@ -326,14 +372,15 @@ def _search(
         found[b].append((logp, tuple(tokens), finished, None if a is None else a[:, : lengths[b]]))
 
     for t in range(1, max(limits) + 1):
-        logits, s, alpha = model.decoder.step(y, s, mem)  # (N, V), state, (N, T_x) or None
+        logits, s, alpha = step(y, s)  # (N, V), state, (N, T_x) or None
         logits = logits.float()
         # Two stages keep the order exact: a lane's 2k best tokens by their logits (what
         # argmax sees), then their log-probabilities in float64, so that adding the
         # prefix's log p can merge no two candidates (k = 1 is then greedy, step for step).
-        best_logit, best_tok = (logits + never).topk(per_lane, dim=-1)  # (N, per_lane)
-        lse = torch.logsumexp(logits, dim=-1, keepdim=True)  # over the whole vocabulary
-        logp = best_logit.double() - lse.double()  # (N, per_lane)
+        best_logit, best_tok = logits[:, first:].topk(per_lane, dim=-1)  # (N, per_lane)
+        best_tok += first
+        lse = _log_normaliser(logits, best_logit[:, 0], best_tok[:, 0])  # over the whole vocabulary
+        logp = best_logit.double() - lse.unsqueeze(1)  # (N, per_lane)
         cand = (cum.unsqueeze(1) + logp).view(B, k * per_lane)
         top, idx = cand.topk(2 * k, dim=1)  # (B, 2k), best first
         lane = idx // per_lane + base  # the lane each candidate extends
@@ -385,8 +432,17 @@ def _search(
             break
         # A done sentence's lanes run on with the others (its results are closed).
 
+    return _results(found, k, length_alpha)
+
+
+def _results(
+    found: list[list[tuple[float, tuple[int, ...], bool, Tensor | None]]],
+    k: int,
+    length_alpha: float,
+) -> list[Decoded]:
+    """The k best of each sentence's (log p, tokens, finished, α), ranked by normalised score."""
     results = []
-    for b in range(B):
+    for b in range(len(found)):
         if not found[b]:  # pragma: no cover - a softmax over finite logits always has mass
             raise RuntimeError(f"beam search found no hypothesis for source row {b}")
         hyps = [
@@ -402,3 +458,69 @@ def _search(
         hyps.sort(key=lambda hyp: -hyp.score)  # stable: ties keep the order they were found in
         results.append(Decoded(tuple(hyps[:k])))
     return results
+
+
+def _search_k1(
+    model: Any,
+    src: Tensor,
+    max_len: int | None,
+    length_alpha: float,
+    return_attention: bool,
+) -> list[Decoded]:
+    """:func:`_search` with k = 1, without the beam bookkeeping.
+
+    One lane per sentence: each step feeds back the argmax (``<pad>`` and ``<bos>``
+    excluded) and records its logit and its log-probability; after the loop they become
+    the float64 log-probabilities :func:`_search` computes (the same operations, on all
+    steps at once), summed in step order, and α is stacked once.
+    """
+    h, final, mask = model.encode(src)
+    B = int(mask.shape[0])
+    lengths = [int(n) for n in mask.sum(dim=1).tolist()]  # each source's T_x, <eos> included
+    limits = [2 * n + 2 for n in lengths] if max_len is None else [max_len] * B
+    first = _FIRST_OUTPUT_ID
+    mem = _unpadded_memory(model.decoder.memory(h, final, mask))
+    s = model.decoder.init_state(final)
+    step = _stepper(model.decoder, mem)
+    y = torch.full((B,), BOS_ID, dtype=torch.long)
+    tops: list[Tensor] = []  # (B,) float32 per step: the chosen token's logit
+    log_ps: list[Tensor] = []  # (B,) float32 per step: its log-probability
+    alphas: list[Tensor] = []  # (B, T_x) per step
+    rows: list[list[int]] = []  # the chosen ids per step
+    steps = [0] * B  # scored steps of a sentence once it is done (0: still going)
+    finished = [False] * B
+    going = B
+    for t in range(1, max(limits) + 1):
+        logits, s, alpha = step(y, s)
+        logits = logits.float()
+        top, y = logits[:, first:].max(dim=-1)  # first index on ties, like argmax
+        y += first
+        tops.append(top)
+        log_ps.append(_log_p_of(logits, y))
+        if return_attention and alpha is not None:
+            alphas.append(alpha)
+        row = y.tolist()
+        rows.append(row)
+        for b, tok in enumerate(row):
+            if steps[b]:
+                continue  # done: its lane runs on with the others, its result is closed
+            if tok == EOS_ID or t >= limits[b]:
+                steps[b], finished[b] = t, tok == EOS_ID
+                going -= 1
+        if not going:
+            break
+
+    top_all = torch.stack(tops, dim=1).double()  # (B, T)
+    lse = top_all - torch.stack(log_ps, dim=1).double()  # what _log_normaliser gives
+    logp = (top_all - lse).tolist()  # as in _search: logit - lse, in float64
+    A = torch.stack(alphas, dim=1) if alphas else None  # (B, T, T_x)
+    found: list[list[tuple[float, tuple[int, ...], bool, Tensor | None]]] = []
+    for b in range(B):
+        n = steps[b]
+        total = 0.0
+        for v in logp[b][:n]:  # in step order, as the beam adds them
+            total += v
+        tokens = tuple(rows[j][b] for j in range(n - finished[b]))
+        a = None if A is None else A[b, :n, : lengths[b]]
+        found.append([(total, tokens, finished[b], a)])
+    return _results(found, 1, length_alpha)

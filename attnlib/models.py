@@ -15,7 +15,10 @@ The parts, in the course's notation:
   update s_t = f(s_{t-1}, y_{t-1}, c_t) and the output ỹ_t = g(s_t, c_t, y_{t-1})),
   :class:`LuongDecoder` (scores from s_t) and :class:`NoAttentionDecoder` (the
   vanilla RNN encoder–decoder: one fixed vector c built from the final encoder
-  state stands in for every c_t). All build s_0 = tanh(W_s h_final + b_s).
+  state stands in for every c_t). All build s_0 = tanh(W_s h_final + b_s) from
+  the final encoder state h_final = [→h_L; ←h_1] (``s0="final"``), or, as
+  Bahdanau et al. do, from the backward half only: s_0 = tanh(W_s ←h_1 + b_s)
+  (``s0="backward"``).
 * :class:`Seq2Seq` joins an encoder and a decoder; :func:`make_seq2seq` builds
   one from a few keywords (and a seed) and is what the chapters call.
 
@@ -45,12 +48,14 @@ The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sized
+import functools
+from collections.abc import Callable, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -73,7 +78,15 @@ __all__ = [
 ]
 
 ContextIn = Literal["both", "state", "output"]
+StepFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, "Tensor | None"]]
 Score = Literal["additive", "general", "dot"]
+S0 = Literal["final", "backward"]
+
+
+# Ids below this (<pad> 0, <bos> 1) are never generated; <eos> (2) and all others may be.
+_FIRST_OUTPUT_ID = 2
+if (PAD_ID, BOS_ID, EOS_ID) != (0, 1, _FIRST_OUTPUT_ID):  # pragma: no cover - see attnlib.vocab
+    raise ImportError("attnlib.models expects <pad>, <bos>, <eos> to have ids 0, 1, 2")
 
 
 # --------------------------------------------------------------------------- checks
@@ -83,39 +96,50 @@ def _need(cond: bool, msg: str) -> None:
 
 
 def _check_query(who: str, name: str, s: Tensor, d_s: int) -> None:
+    # Every check is a plain comparison first; the message is only built when one fails
+    # (these run at every decoder step, where formatting costs more than the arithmetic).
     if not isinstance(s, Tensor):
         raise TypeError(f"{who} expects {name} to be a torch.Tensor, got {type(s).__name__}")
-    _need(s.dim() == 2, f"{who} expects {name} of shape (B, d_s={d_s}), got shape {tuple(s.shape)}")
-    _need(
-        s.shape[1] == d_s,
-        f"{who} expects d_s={d_s} components in {name}, got {s.shape[1]}",
-    )
+    if s.dim() != 2:
+        raise ValueError(
+            f"{who} expects {name} of shape (B, d_s={d_s}), got shape {tuple(s.shape)}"
+        )
+    if s.shape[1] != d_s:
+        raise ValueError(f"{who} expects d_s={d_s} components in {name}, got {s.shape[1]}")
 
 
 def _check_states(who: str, h: Tensor, d_h: int, batch: int | None = None) -> None:
     if not isinstance(h, Tensor):
         raise TypeError(f"{who} expects h to be a torch.Tensor, got {type(h).__name__}")
-    _need(h.dim() == 3, f"{who} expects h of shape (B, T_x, d_h={d_h}), got shape {tuple(h.shape)}")
-    _need(h.shape[1] >= 1, f"{who} got h with T_x = 0 encoder states; attention needs T_x ≥ 1")
-    _need(h.shape[2] == d_h, f"{who} expects d_h={d_h} components in h, got {h.shape[2]}")
-    _need(
-        batch is None or h.shape[0] == batch,
-        f"{who}: the batch sizes differ: {batch} decoder states but {h.shape[0]} sources in h",
-    )
+    if h.dim() != 3:
+        raise ValueError(
+            f"{who} expects h of shape (B, T_x, d_h={d_h}), got shape {tuple(h.shape)}"
+        )
+    if h.shape[1] < 1:
+        raise ValueError(f"{who} got h with T_x = 0 encoder states; attention needs T_x ≥ 1")
+    if h.shape[2] != d_h:
+        raise ValueError(f"{who} expects d_h={d_h} components in h, got {h.shape[2]}")
+    if batch is not None and h.shape[0] != batch:
+        raise ValueError(
+            f"{who}: the batch sizes differ: {batch} decoder states but {h.shape[0]} sources in h"
+        )
 
 
-def _check_mask(who: str, mask: Tensor | None, B: int, T_x: int) -> None:
+def _check_mask(who: str, mask: Tensor | None, B: int, T_x: int) -> bool:
+    """Check a mask; True if it has padding (some False), False if every position is real."""
     if mask is None:
-        return
+        return False
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         raise TypeError(
             f"{who} expects mask to be a bool tensor (True = real token, False = padding), "
             f"got {getattr(mask, 'dtype', type(mask).__name__)}"
         )
-    _need(
-        tuple(mask.shape) == (B, T_x),
-        f"{who} expects mask of shape (B, T_x) = ({B}, {T_x}), got {tuple(mask.shape)}",
-    )
+    if mask.shape != (B, T_x):
+        raise ValueError(
+            f"{who} expects mask of shape (B, T_x) = ({B}, {T_x}), got {tuple(mask.shape)}"
+        )
+    if bool(mask.all()):  # no padding (always so for one sentence): nothing more to check
+        return False
     empty = ~mask.any(dim=1)
     if bool(empty.any()):
         row = int(torch.nonzero(empty)[0, 0])
@@ -123,6 +147,7 @@ def _check_mask(who: str, mask: Tensor | None, B: int, T_x: int) -> None:
             f"{who}: the mask leaves no position to attend to in {int(empty.sum())} "
             f"sequence(s) (the first is batch index {row}); every source needs T_x ≥ 1 real token"
         )
+    return True
 
 
 def _mask_bias(mask: Tensor | None, like: Tensor) -> Tensor | None:
@@ -130,6 +155,11 @@ def _mask_bias(mask: Tensor | None, like: Tensor) -> Tensor | None:
     if mask is None:
         return None
     return torch.zeros(mask.shape, dtype=like.dtype).masked_fill_(~mask, float("-inf"))
+
+
+def _gru_cell(cell: nn.GRUCell, x: Tensor, s_prev: Tensor) -> Tensor:
+    """``cell(x, s_prev)`` for 2-D inputs: the same kernel, without the module call's overhead."""
+    return torch.gru_cell(x, s_prev, cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)
 
 
 def _softmax_context(e: Tensor, h: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -163,17 +193,19 @@ class _Attention(nn.Module):
         _check_query(who, self.query_name, query, self.d_s)
         _check_states(who, h, self.d_h, query.shape[0])
         B, T_x, _ = h.shape
-        _check_mask(who, mask, B, T_x)
+        padded = _check_mask(who, mask, B, T_x)
         if keys is None:
             keys = self.precompute(h)
         else:
             d = getattr(self, self.keys_size)
-            _need(
-                tuple(keys.shape) == (B, T_x, d),
-                f"{who} expects {self.keys_name} of shape (B, T_x, {self.keys_size}) = "
-                f"({B}, {T_x}, {d}), got {tuple(keys.shape)}",
-            )
-        return _softmax_context(self.scores(query, keys), h, _mask_bias(mask, h))
+            if keys.shape != (B, T_x, d):
+                raise ValueError(
+                    f"{who} expects {self.keys_name} of shape (B, T_x, {self.keys_size}) = "
+                    f"({B}, {T_x}, {d}), got {tuple(keys.shape)}"
+                )
+        # Without padding the bias would be all zeros: adding it changes no e_ti, so skip it.
+        bias = _mask_bias(mask, h) if padded else None
+        return _softmax_context(self.scores(query, keys), h, bias)
 
     def precompute(self, h: Tensor) -> Tensor:
         """The keys of every position, (B, T_x, keys_size): defined by each subclass."""
@@ -237,7 +269,7 @@ class AdditiveAttention(_Attention):
             Pass them as ``keys=`` to :meth:`forward` at every decoder step.
         """
         _check_states("AdditiveAttention", h, self.d_h)
-        return self.U_a(h)
+        return F.linear(h, self.U_a.weight)
 
     def scores(self, s_prev: Tensor, keys: Tensor) -> Tensor:
         """Raw scores e_ti = v_a^T tanh(W_a s_{t-1} + keys_i) (no mask, no softmax).
@@ -252,7 +284,10 @@ class AdditiveAttention(_Attention):
         -------
         e : (B, T_x)
         """
-        return self.v_a(torch.tanh(self.W_a(s_prev).unsqueeze(1) + keys)).squeeze(-1)
+        # F.linear with the layers' own weights: what calling the layers does, minus the
+        # module-call overhead (the layers stay nn.Linear, so .weight is still W_a, v_a).
+        q = F.linear(s_prev, self.W_a.weight).unsqueeze(1)  # (B, 1, d_a)
+        return F.linear(torch.tanh(q + keys), self.v_a.weight).squeeze(-1)
 
     def forward(
         self,
@@ -329,7 +364,7 @@ class MultiplicativeAttention(_Attention):
     def precompute(self, h: Tensor) -> Tensor:
         """The keys W_a h_i (or h_i for "dot"): (B, T_x, d_s), once per source batch."""
         _check_states("MultiplicativeAttention", h, self.d_h)
-        return h if self.W_a is None else self.W_a(h)
+        return h if self.W_a is None else F.linear(h, self.W_a.weight)
 
     def scores(self, s: Tensor, keys: Tensor) -> Tensor:
         """Raw scores e_ti = keys_i · s: (B, T_x)."""
@@ -440,6 +475,12 @@ class BiGRUEncoder(nn.Module):
         """
         x = self.embedding(src)  # (B, T_x, emb)
         fwd, _ = self.gru_forward(x)  # (B, T_x, hidden)
+        T_x = src.shape[1]
+        if not torch.is_grad_enabled() and src.shape[0] and int(lengths.min()) == T_x:
+            # No padding (one sentence, say): reversing within the lengths is a flip, and
+            # no position needs zeroing. The same numbers as below, in a few operations.
+            bwd = self.gru_backward(x.flip(1))[0].flip(1)
+            return torch.cat([fwd, bwd], dim=-1), torch.cat([fwd[:, -1], bwd[:, 0]], dim=-1)
         bwd = reverse_within(self.gru_backward(reverse_within(x, lengths))[0], lengths)
         real = (torch.arange(src.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(-1)
         h = torch.cat([fwd, bwd], dim=-1).masked_fill(~real, 0.0)
@@ -545,17 +586,31 @@ class Decoder(nn.Module):
     W_y: nn.Linear
 
     def __init__(
-        self, vocab_size: int, emb: int, d_s: int, d_h: int, d_final: int, rnn_input: int
+        self,
+        vocab_size: int,
+        emb: int,
+        d_s: int,
+        d_h: int,
+        d_final: int,
+        rnn_input: int,
+        s0: S0 = "final",
     ) -> None:
         super().__init__()
+        _need(s0 in ("final", "backward"), f"s0 must be 'final' or 'backward', got {s0!r}")
         self.vocab_size, self.emb, self.d_s, self.d_h = vocab_size, emb, d_s, d_h
+        self.s0 = s0
         self.embedding = nn.Embedding(vocab_size, emb, padding_idx=PAD_ID)
-        self.W_s = nn.Linear(d_final, d_s)  # s_0 = tanh(W_s final + b_s)
+        # s_0 = tanh(W_s final + b_s), or tanh(W_s ←h_1 + b_s) from the backward half
+        self.W_s = nn.Linear(d_final if s0 == "final" else d_final // 2, d_s)
         self.cell = nn.GRUCell(rnn_input, d_s)
 
+    def s0_input(self, final: Tensor) -> Tensor:
+        """What W_s reads: final = [→h_L; ←h_1] (s0="final") or its backward half ←h_1."""
+        return final if self.s0 == "final" else final[..., final.shape[-1] // 2 :]
+
     def init_state(self, final: Tensor) -> Tensor:
-        """s_0 = tanh(W_s final + b_s): (B, d_s)."""
-        return torch.tanh(self.W_s(final))
+        """s_0 = tanh(W_s final + b_s) (or tanh(W_s ←h_1 + b_s)): (B, d_s)."""
+        return torch.tanh(self.W_s(self.s0_input(final)))
 
     def memory(
         self, h: Tensor, final: Tensor, mask: Tensor, *, edit: ScoreEdit | None = None
@@ -587,7 +642,7 @@ class Decoder(nn.Module):
         self, y_prev: Tensor, s_prev: Tensor, mem: SourceMemory
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """One decoder step from ids y_{t-1} (B,): logits (B, V), s_t, α_t (B, T_x) or None."""
-        y_emb = self.embedding(y_prev)
+        y_emb = F.embedding(y_prev, self.embedding.weight, self.embedding.padding_idx)
         parts, s, alpha = self._step(y_emb, s_prev, mem)
         return self.readout(parts, y_emb), s, alpha
 
@@ -614,7 +669,19 @@ class Decoder(nn.Module):
 
     def readout(self, parts: tuple[Tensor, ...], y_emb: Tensor) -> Tensor:
         """Logits ỹ_t = W_y tanh(W_o [*parts; E y_{t-1}] + b_o), for one step or all at once."""
-        return self.W_y(torch.tanh(self.W_o(torch.cat([*parts, y_emb], dim=-1))))
+        W_o, W_y = self.W_o, self.W_y
+        o = torch.tanh(F.linear(torch.cat([*parts, y_emb], dim=-1), W_o.weight, W_o.bias))
+        return F.linear(o, W_y.weight, W_y.bias)
+
+    def _stepper(self, mem: SourceMemory) -> StepFn:
+        """``step`` with ``mem`` fixed, ``(y_prev, s_prev) → (logits, s_t, α_t)``: for decoding.
+
+        A decoder may return a closure that does :meth:`step`'s arithmetic with its
+        weights looked up once, when the closure is made, instead of at every step
+        (an ``nn.Module`` attribute lookup costs about as much as a small tensor
+        operation on one sentence). Make a new one for every decoding call.
+        """
+        return functools.partial(self.step, mem=mem)
 
 
 class _ContextDecoder(Decoder):
@@ -638,14 +705,74 @@ class _ContextDecoder(Decoder):
         d_final: int,
         d_c: int,
         context_in: ContextIn,
+        s0: S0 = "final",
     ) -> None:
         _need(
             context_in in ("both", "state", "output"),
             f"context_in must be 'both', 'state' or 'output', got {context_in!r}",
         )
         c_state = context_in in ("both", "state")
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_c if c_state else 0))
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_c if c_state else 0), s0)
         self.context_in, self.d_c = context_in, d_c
+
+    def _stepper(self, mem: SourceMemory) -> StepFn:
+        """:meth:`step` for this ``mem`` as one closure over the weights (same arithmetic).
+
+        Taken only by the course's own :class:`BahdanauDecoder` (additive attention, keys
+        precomputed, no score edit) and :class:`NoAttentionDecoder`, with none of their
+        methods replaced; anything else gets the plain :meth:`step`
+        (``tests/test_decoding_fast.py`` checks the two agree exactly).
+        """
+        attn = getattr(self, "attention", None)
+        kind = type(self)
+        patched = {"step", "_step", "_advance", "_attend", "readout"} & set(vars(self))
+        additive = (
+            kind is BahdanauDecoder
+            and type(attn) is AdditiveAttention
+            and "scores" not in vars(attn)
+            and mem.keys is not None
+            and mem.edit is None
+        )
+        if patched or not (additive or kind is NoAttentionDecoder):
+            return super()._stepper(mem)
+        emb, pad = self.embedding.weight, self.embedding.padding_idx
+        cell = self.cell
+        w_ih, w_hh, b_ih, b_hh = cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
+        W_o, b_o, W_y, b_y = self.W_o.weight, self.W_o.bias, self.W_y.weight, self.W_y.bias
+        c_state, c_out = self.context_in != "output", self.context_in != "state"
+        h, keys, bias = mem.h, mem.keys, mem.bias
+
+        def advance(y_emb: Tensor, c: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor]:
+            x = torch.cat([y_emb, c], dim=-1) if c_state else y_emb  # _advance
+            s = torch.gru_cell(x, s_prev, w_ih, w_hh, b_ih, b_hh)
+            parts = (s, c, y_emb) if c_out else (s, y_emb)  # readout
+            o = torch.tanh(F.linear(torch.cat(parts, dim=-1), W_o, b_o))
+            return F.linear(o, W_y, b_y), s
+
+        if not additive:  # the baseline: the same c (mem.h holds it) at every step
+
+            def step_fixed(y_prev: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+                logits, s = advance(F.embedding(y_prev, emb, pad), h, s_prev)
+                return logits, s, None
+
+            return step_fixed
+
+        if not isinstance(attn, AdditiveAttention) or keys is None:  # pragma: no cover - see above
+            return super()._stepper(mem)
+        W_a, v_a = attn.W_a.weight, attn.v_a.weight
+
+        def step(y_prev: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+            y_emb = F.embedding(y_prev, emb, pad)
+            q = F.linear(s_prev, W_a).unsqueeze(1)  # AdditiveAttention.scores
+            e = F.linear(torch.tanh(q + keys), v_a).squeeze(-1)
+            if bias is not None:  # _softmax_context
+                e = e + bias
+            alpha = torch.softmax(e, dim=-1)
+            c = (alpha.unsqueeze(-1) * h).sum(dim=1)
+            logits, s = advance(y_emb, c, s_prev)
+            return logits, s, alpha
+
+        return step
 
     def _output_layers(self) -> None:
         """W_o and W_y; a subclass calls this after its own layers (the seeds draw in order)."""
@@ -658,7 +785,7 @@ class _ContextDecoder(Decoder):
     ) -> tuple[tuple[Tensor, ...], Tensor]:
         """s_t = f(s_{t-1}, y_{t-1}, c) and what the output layer g(s_t, c, y_{t-1}) needs."""
         x = y_emb if self.context_in == "output" else torch.cat([y_emb, c], dim=-1)
-        s = self.cell(x, s_prev)
+        s = _gru_cell(self.cell, x, s_prev)
         return ((s,) if self.context_in == "state" else (s, c)), s
 
 
@@ -706,8 +833,9 @@ class BahdanauDecoder(_ContextDecoder):
         d_a: int,
         context_in: ContextIn = "both",
         score: Score = "additive",
+        s0: S0 = "final",
     ) -> None:
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_h, context_in)
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_h, context_in, s0)
         self.attention = make_attention(score, d_s, d_h, d_a)
         self._output_layers()
 
@@ -759,15 +887,18 @@ class LuongDecoder(Decoder):
         d_a: int,
         score: Score = "general",
         input_feeding: bool = True,
+        s0: S0 = "final",
     ) -> None:
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_s if input_feeding else 0))
+        super().__init__(
+            vocab_size, emb, d_s, d_h, d_final, emb + (d_s if input_feeding else 0), s0
+        )
         self.input_feeding = input_feeding
         self.attention = make_attention(score, d_s, d_h, d_a)
         self.W_c = nn.Linear(d_h + d_s, d_s)
         self.W_y = nn.Linear(d_s, vocab_size)
 
     def init_state(self, final: Tensor) -> Tensor:
-        s0 = torch.tanh(self.W_s(final))
+        s0 = torch.tanh(self.W_s(self.s0_input(final)))
         # The attentional vector h̃_0 of input feeding starts at zero.
         return torch.cat([s0, torch.zeros_like(s0)], dim=-1) if self.input_feeding else s0
 
@@ -776,17 +907,17 @@ class LuongDecoder(Decoder):
     ) -> tuple[tuple[Tensor, ...], Tensor, Tensor | None]:
         if self.input_feeding:
             s_prev, h_tilde_prev = s_prev[:, : self.d_s], s_prev[:, self.d_s :]
-            s = self.cell(torch.cat([y_emb, h_tilde_prev], dim=-1), s_prev)
+            s = _gru_cell(self.cell, torch.cat([y_emb, h_tilde_prev], dim=-1), s_prev)
         else:
-            s = self.cell(y_emb, s_prev)
+            s = _gru_cell(self.cell, y_emb, s_prev)
         c, alpha = self._attend(s, mem)  # scores use s_t
-        h_tilde = torch.tanh(self.W_c(torch.cat([c, s], dim=-1)))
+        h_tilde = torch.tanh(F.linear(torch.cat([c, s], dim=-1), self.W_c.weight, self.W_c.bias))
         carry = torch.cat([s, h_tilde], dim=-1) if self.input_feeding else s
         return (h_tilde,), carry, alpha
 
     def readout(self, parts: tuple[Tensor, ...], y_emb: Tensor) -> Tensor:
         """Logits ỹ_t = W_y h̃_t."""
-        return self.W_y(parts[0])
+        return F.linear(parts[0], self.W_y.weight, self.W_y.bias)
 
 
 class NoAttentionDecoder(_ContextDecoder):
@@ -812,8 +943,9 @@ class NoAttentionDecoder(_ContextDecoder):
         d_h: int,
         d_final: int,
         context_in: ContextIn = "both",
+        s0: S0 = "final",
     ) -> None:
-        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_final, context_in)
+        super().__init__(vocab_size, emb, d_s, d_h, d_final, d_final, context_in, s0)
         self._output_layers()
 
     def memory(
@@ -828,6 +960,18 @@ class NoAttentionDecoder(_ContextDecoder):
     ) -> tuple[tuple[Tensor, ...], Tensor, Tensor | None]:
         parts, s = self._advance(y_emb, mem.h, s_prev)  # the same c at every step
         return parts, s, None
+
+
+def _unpadded_memory(mem: SourceMemory) -> SourceMemory:
+    """``mem`` without its bias if no source has padding (for decoding; same α, one add less).
+
+    The bias is 0 on real tokens and -inf on pads; with no pad it is all zeros, and
+    adding it to e_t changes nothing. :meth:`Decoder.memory` always returns it (it is
+    part of what a learner inspects); decoding loops drop it here, once per batch.
+    """
+    if mem.bias is None or mem.mask is None or not bool(mem.mask.all()):
+        return mem
+    return dataclasses.replace(mem, bias=None)
 
 
 # --------------------------------------------------------------------------- Seq2Seq
@@ -896,13 +1040,15 @@ class Seq2Seq(nn.Module):
             raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(x).__name__}")
         if x.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise TypeError(f"{name} must hold integer token ids, got dtype {x.dtype}")
-        _need(x.dim() == 2, f"{name} must have shape (B, T), got shape {tuple(x.shape)}")
-        _need(
-            x.shape[0] >= 1 and x.shape[1] >= 1,
-            f"{name} is empty (shape {tuple(x.shape)}); each sequence needs at least one token",
-        )
-        bad = (x < 0) | (x >= vocab_size)
-        if bool(bad.any()):
+        if x.dim() != 2:
+            raise ValueError(f"{name} must have shape (B, T), got shape {tuple(x.shape)}")
+        if x.shape[0] < 1 or x.shape[1] < 1:
+            raise ValueError(
+                f"{name} is empty (shape {tuple(x.shape)}); each sequence needs at least one token"
+            )
+        lo, hi = torch.aminmax(x)
+        if int(lo) < 0 or int(hi) >= vocab_size:
+            bad = (x < 0) | (x >= vocab_size)
             b, t = (int(k) for k in torch.nonzero(bad)[0])
             raise ValueError(
                 f"{name} has token id {int(x[b, t])} at (batch {b}, position {t}), outside "
@@ -920,6 +1066,8 @@ class Seq2Seq(nn.Module):
         """
         self._check_ids(src, "src", self.src_vocab_size)
         mask = src != PAD_ID
+        if bool(mask.all()):  # no <pad> at all (one sentence, say): nothing more to check
+            return mask
         lengths = mask.sum(dim=1)
         empty = lengths == 0
         if bool(empty.any()):
@@ -998,22 +1146,28 @@ class Seq2Seq(nn.Module):
         if max_len is None:
             max_len = 2 * T_x + 2
         _need(isinstance(max_len, int) and max_len >= 1, f"max_len must be ≥ 1, got {max_len!r}")
-        mem = self.decoder.memory(h, final, mask, edit=edit)
+        mem = _unpadded_memory(self.decoder.memory(h, final, mask, edit=edit))
         s = self.decoder.init_state(final)
+        step = self.decoder._stepper(mem)  # decoder.step(·, ·, mem), weights looked up once
         y = torch.full((B,), BOS_ID, dtype=torch.long)
-        done = torch.zeros(B, dtype=torch.bool)
+        done: Tensor | None = None  # (B,) bool, once a row has produced <eos>
         tokens, alphas = [], []
-        never = torch.zeros(self.tgt_vocab_size)
-        never[[PAD_ID, BOS_ID]] = float("-inf")  # never generated: not real outputs
         for _ in range(max_len):
-            logits, s, alpha = self.decoder.step(y, s, mem)
-            y = (logits + never).argmax(dim=-1).masked_fill(done, PAD_ID)
+            logits, s, alpha = step(y, s)
+            # <pad> and <bos> are never generated (not real outputs): the argmax skips them
+            y = logits[:, _FIRST_OUTPUT_ID:].argmax(dim=-1).add_(_FIRST_OUTPUT_ID)
+            if done is not None:
+                y = y.masked_fill(done, PAD_ID)
+                if alpha is not None:
+                    alpha = alpha.masked_fill(done.unsqueeze(1), 0.0)
             tokens.append(y)
             if alpha is not None:
-                alphas.append(alpha.masked_fill(done.unsqueeze(1), 0.0))
-            done = done | (y == EOS_ID)
-            if bool(done.all()):
-                break
+                alphas.append(alpha)
+            eos = y == EOS_ID
+            if bool(eos.any()):
+                done = eos if done is None else done | eos
+                if bool(done.all()):
+                    break
         out = torch.stack(tokens, dim=1)
         return out, (torch.stack(alphas, dim=1) if alphas else None)
 
@@ -1039,6 +1193,7 @@ class ModelConfig:
     context_in: ContextIn
     input_feeding: bool
     seed: int
+    s0: S0 = "final"
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as plain keywords (for a checkpoint or a JSON file)."""
@@ -1065,6 +1220,7 @@ def make_seq2seq(
     context_in: ContextIn = "both",
     input_feeding: bool = True,
     seed: int = 0,
+    s0: S0 = "final",
 ) -> Seq2Seq:
     """Build a seq2seq model; the one constructor the chapters need.
 
@@ -1097,6 +1253,11 @@ def make_seq2seq(
         Luong decoder only.
     seed : int
         Seeds the initial weights (the global torch RNG is left untouched).
+    s0 : {"final", "backward"}
+        What the first decoder state is built from: s_0 = tanh(W_s [→h_L; ←h_1] + b_s)
+        ("final", the course's default), or, as in Bahdanau et al. (2015),
+        s_0 = tanh(W_s ←h_1 + b_s) from the backward encoder state alone
+        ("backward"; needs the bidirectional encoder).
 
     Returns
     -------
@@ -1120,12 +1281,18 @@ def make_seq2seq(
             isinstance(d, int) and not isinstance(d, bool) and d >= 1,
             f"{name} must be a whole number ≥ 1, got {d!r}",
         )
+    _need(s0 in ("final", "backward"), f"s0 must be 'final' or 'backward', got {s0!r}")
+    _need(
+        s0 == "final" or encoder == "birnn",
+        "s0='backward' builds s_0 from ←h_1, which only the bidirectional encoder "
+        "(encoder='birnn') has",
+    )
     if score is None:
         score = "general" if decoder == "luong" else "additive"
     config = ModelConfig(
         src_vocab=n_src, tgt_vocab=n_tgt, decoder=decoder, encoder=encoder, emb=emb,
         hidden=hidden, d_s=d_s, d_a=d_a, score=score, context_in=context_in,
-        input_feeding=input_feeding, seed=seed,
+        input_feeding=input_feeding, seed=seed, s0=s0,
     )  # fmt: skip
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -1137,9 +1304,9 @@ def make_seq2seq(
         d_h, d_final = enc.d_h, enc.d_final
         dec: Decoder
         if decoder == "bahdanau":
-            dec = BahdanauDecoder(n_tgt, emb, d_s, d_h, d_final, d_a, context_in, score)
+            dec = BahdanauDecoder(n_tgt, emb, d_s, d_h, d_final, d_a, context_in, score, s0)
         elif decoder == "luong":
-            dec = LuongDecoder(n_tgt, emb, d_s, d_h, d_final, d_a, score, input_feeding)
+            dec = LuongDecoder(n_tgt, emb, d_s, d_h, d_final, d_a, score, input_feeding, s0)
         else:
-            dec = NoAttentionDecoder(n_tgt, emb, d_s, d_h, d_final, context_in)
+            dec = NoAttentionDecoder(n_tgt, emb, d_s, d_h, d_final, context_in, s0)
     return Seq2Seq(enc, dec, n_src, n_tgt, config)

@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -48,6 +47,7 @@ import torch
 
 from attnlib.importance import attention_intervention
 from attnlib.models import ScoreEdit, Seq2Seq, make_seq2seq
+from attnlib.runtime import want_retrain
 from attnlib.tasks import Task, make_task
 from attnlib.train import Bucket, History, Metrics, evaluate, train
 
@@ -69,7 +69,6 @@ __all__ = [
 
 CHECKPOINT_DIR = Path(__file__).with_name("checkpoints")
 FORMAT = 1
-RETRAIN_ENV = "ATTNLIB_RETRAIN"
 
 
 @dataclass(frozen=True)
@@ -366,12 +365,6 @@ def _read(path: Path) -> dict[str, Any]:
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def _want_retrain(retrain: bool | None) -> bool:
-    if retrain is not None:
-        return bool(retrain)
-    return os.environ.get(RETRAIN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def load(
     name: str,
     *,
@@ -413,7 +406,7 @@ def load(
     The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
     """
     recipe = _recipe_for(name)
-    if _want_retrain(retrain):
+    if want_retrain(retrain):
         result = _fit(recipe, progress)
         result.model.eval()
         return result

@@ -13,12 +13,23 @@ The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["eval_mode", "torch_threads"]
+__all__ = ["RETRAIN_ENV", "eval_mode", "torch_threads", "want_retrain"]
+
+RETRAIN_ENV = "ATTNLIB_RETRAIN"
+"""Set to 1/true/yes/on to retrain every shipped model live instead of loading its checkpoint."""
+
+
+def want_retrain(retrain: bool | None) -> bool:
+    """``retrain`` if given, else whether :data:`RETRAIN_ENV` asks for retraining."""
+    if retrain is not None:
+        return bool(retrain)
+    return os.environ.get(RETRAIN_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 @contextlib.contextmanager

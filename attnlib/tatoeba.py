@@ -368,8 +368,13 @@ def _moses(lang: str) -> tuple[Any, Any]:
     return MosesTokenizer(lang=lang), MosesDetokenizer(lang=lang)
 
 
-@lru_cache(maxsize=1 << 17)
 def _tokenise_cached(text: str, lang: Lang, lower: bool) -> tuple[str, ...]:
+    out = _tokenise_cased(text, lang)  # one Moses pass serves both cases
+    return tuple(t.lower() for t in out) if lower else out
+
+
+@lru_cache(maxsize=1 << 18)
+def _tokenise_cased(text: str, lang: Lang) -> tuple[str, ...]:
     tok, _ = _moses(lang)
     out: list[str] = tok.tokenize(normalise(text, lang), escape=False)
     if lang == "fr":  # Moses splits after any French apostrophe; one word has one inside it
@@ -378,7 +383,7 @@ def _tokenise_cached(text: str, lang: Lang, lower: bool) -> tuple[str, ...]:
             if out[k].lower() == "aujourd'" and out[k + 1].lower() == "hui":
                 out[k : k + 2] = [out[k] + out[k + 1]]
             k += 1
-    return tuple(t.lower() for t in out) if lower else tuple(out)
+    return tuple(out)
 
 
 def tokenise(text: str, lang: Lang, *, lower: bool = True) -> tuple[str, ...]:

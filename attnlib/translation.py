@@ -31,13 +31,16 @@ The baseline under the same budget is ``tr.Recipe(decoder="none")``.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
 import math
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -46,17 +49,21 @@ from torch import nn
 from attnlib import decoding, scoring
 from attnlib import tatoeba as tb
 from attnlib.models import Seq2Seq, make_seq2seq
-from attnlib.runtime import eval_mode, torch_threads
+from attnlib.runtime import eval_mode, torch_threads, want_retrain
 from attnlib.vocab import EOS_ID, PAD_ID, Vocab
 
 __all__ = [
     "BUCKET_EDGES",
+    "RECIPES",
     "Data",
     "Evaluation",
     "Recipe",
     "TrainHistory",
+    "Trained",
     "evaluate_bleu",
+    "load",
     "prepare",
+    "retrain",
     "train_model",
     "translate",
 ]
@@ -79,6 +86,9 @@ class Recipe:
         state size, attention size.
     decoder : {"bahdanau", "none"}
         The attention decoder or the no-attention baseline.
+    s0 : {"final", "backward"}
+        s_0 = tanh(W_s [→h_L; ←h_1] + b_s) (the course's default) or, as in
+        Bahdanau et al., s_0 = tanh(W_s ←h_1 + b_s) from the backward state alone.
     batch_size : int
     lr : float
         Adam's learning rate.
@@ -115,10 +125,11 @@ class Recipe:
     d_s: int = 96
     d_a: int = 64
     decoder: Literal["bahdanau", "none"] = "bahdanau"
+    s0: Literal["final", "backward"] = "final"
     batch_size: int = 128
     lr: float = 3e-3
     clip: float = 1.0
-    max_epochs: int = 10
+    max_epochs: int = 20
     max_steps: int | None = None
     max_seconds: float | None = None
     patience: int = 2
@@ -132,6 +143,8 @@ class Recipe:
     def __post_init__(self) -> None:
         if self.decoder not in ("bahdanau", "none"):
             raise ValueError(f"decoder must be 'bahdanau' or 'none', got {self.decoder!r}")
+        if self.s0 not in ("final", "backward"):
+            raise ValueError(f"s0 must be 'final' or 'backward', got {self.s0!r}")
         for name in ("min_freq", "emb", "hidden", "d_s", "d_a", "batch_size", "max_epochs"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -284,7 +297,7 @@ def build_model(recipe: Recipe, data: Data) -> Seq2Seq:
     """The untrained model of ``recipe`` for the vocabularies of ``data``."""
     return make_seq2seq(
         data.src_vocab, data.tgt_vocab, decoder=recipe.decoder, emb=recipe.emb,
-        hidden=recipe.hidden, d_s=recipe.d_s, d_a=recipe.d_a, seed=recipe.seed,
+        hidden=recipe.hidden, d_s=recipe.d_s, d_a=recipe.d_a, seed=recipe.seed, s0=recipe.s0,
     )  # fmt: skip
 
 
@@ -517,7 +530,9 @@ def evaluate_bleu(
     if split not in data.references:
         raise ValueError(f"split must be one of {sorted(data.references)}, got {split!r}")
     sources = data.sources(split)
-    references = [refs for _, refs in data.references[split]]
+    # The references get the same normalise as the training text: one that keeps ’ or « »
+    # could never match the model's ' and " (sacrebleu's 13a tokenizer leaves them as they are).
+    references = [[tb.normalise(r, "fr") for r in refs] for _, refs in data.references[split]]
     start = time.perf_counter()
     with torch_threads(threads):
         hyps = translate(model, data, sources, k, keep_unk=keep_unk)
@@ -545,3 +560,221 @@ def n_parameters(model: nn.Module) -> int:
 def state_bytes(model: nn.Module) -> int:
     """Bytes of the float32 state_dict (about the size of a saved checkpoint)."""
     return sum(t.numel() * 4 for t in model.state_dict().values())
+
+
+# --------------------------------------------------------------------------- shipped checkpoints
+CHECKPOINT_DIR = Path(__file__).resolve().parent / "checkpoints" / "translation"
+"""Where the shipped English→French checkpoints live (one ``<name>.pt`` per recipe)."""
+
+FORMAT = "attnlib.translation/1"
+
+SHORT_WORDS = 5
+"""Train-on-short recipes see only sources of at most this many English words."""
+
+RECIPES: dict[str, Recipe] = {
+    "attention": Recipe(),
+    "baseline": Recipe(decoder="none"),
+    "attention_short": Recipe(max_src_len=SHORT_WORDS),
+    "baseline_short": Recipe(decoder="none", max_src_len=SHORT_WORDS),
+}
+"""The shipped models: the Bahdanau model and the no-attention baseline under the same
+recipe, each also trained on short sources only (the analogue of RNNsearch-30/RNNenc-30)."""
+
+
+@dataclass(frozen=True)
+class Trained:
+    """A trained English→French model with everything needed to use it.
+
+    Attributes
+    ----------
+    name : str
+        Key of :data:`RECIPES` (or ``"custom"``).
+    recipe : Recipe
+    model : Seq2Seq
+        In eval mode.
+    data : Data
+        Vocabularies, casing table and held-out references. Loaded from a checkpoint,
+        ``data.train`` is empty (the training pairs are not re-tokenised); use
+        :func:`prepare` for them.
+    history : TrainHistory
+    """
+
+    name: str
+    recipe: Recipe
+    model: Seq2Seq = field(repr=False)
+    data: Data = field(repr=False)
+    history: TrainHistory = field(repr=False)
+
+    def translate(self, sentences: Sequence[str], k: int = 1, **kw: Any) -> list[str]:
+        """:func:`translate` with this model and its vocabularies."""
+        return translate(self.model, self.data, sentences, k, **kw)
+
+    def evaluate(self, split: str = "test", k: int = 1, **kw: Any) -> Evaluation:
+        """:func:`evaluate_bleu` with this model on ``split``."""
+        return evaluate_bleu(self.model, self.data, split, k, **kw)
+
+
+def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
+    """``<directory>/<name>.pt`` (default :data:`CHECKPOINT_DIR`)."""
+    _recipe_named(name)
+    return Path(directory or CHECKPOINT_DIR) / f"{name}.pt"
+
+
+def _recipe_named(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise ValueError(f"no translation recipe {name!r}; choose one of {sorted(RECIPES)}")
+    return RECIPES[name]
+
+
+def save(trained: Trained, path: str | Path) -> Path:
+    """Write ``trained`` as a checkpoint that :func:`load` reads with ``weights_only=True``.
+
+    It holds plain data only: the recipe, the model's keywords, the float32 weights,
+    both vocabularies (their tokens in id order), the casing table (the entries that
+    are not plain lower case, for tokens of the French vocabulary) and the history.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = trained.model.config
+    ckpt = {
+        "format": FORMAT,
+        "recipe": trained.recipe.as_dict(),
+        "model": config.as_dict() if config is not None else {},
+        "state_dict": {k: v.detach().clone() for k, v in trained.model.state_dict().items()},
+        "src_itos": list(trained.data.src_vocab.itos),
+        "tgt_itos": list(trained.data.tgt_vocab.itos),
+        # only what differs from lower case, for tokens the model can write
+        "casing": {
+            low: form
+            for low, form in sorted(trained.data.casing.items())
+            if form != low and low in trained.data.tgt_vocab.stoi
+        },
+        "history": trained.history.as_dict(),
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(ckpt, tmp)
+    tmp.replace(path)
+    return path
+
+
+def _vocab_from(itos: Sequence[str], name: str) -> Vocab:
+    vocab = Vocab(list(itos[EOS_ID + 1 :]), name=name)
+    if vocab.itos != tuple(itos):
+        raise ValueError(f"checkpoint {name} does not start with <pad> <bos> <eos>")
+    return vocab
+
+
+def _inference_data(
+    recipe: Recipe, src_itos: Sequence[str], tgt_itos: Sequence[str], casing: dict[str, str]
+) -> Data:
+    """:class:`Data` for a trained model: the split and references, no training tokens."""
+    pairs = tb.load_pairs()
+    if recipe.limit is not None:
+        pairs = pairs[: recipe.limit]
+    parts = tb.split(
+        pairs, seed=recipe.seed, test_sources=recipe.test_sources,
+        valid_sources=recipe.valid_sources,
+    )  # fmt: skip
+    src_vocab = _vocab_from(src_itos, "English vocabulary")
+    tgt_vocab = _vocab_from(tgt_itos, "French vocabulary")
+    return Data(
+        split=parts,
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        train=[],
+        valid=tb.encode_pairs(tb.tokenise_pairs(parts.valid), src_vocab, tgt_vocab),
+        casing=dict(casing),
+        references={n: parts.references(n) for n in ("valid", "test")},
+    )
+
+
+def load(
+    name: str,
+    *,
+    retrain: bool | None = None,
+    progress: bool = True,
+    directory: str | Path | None = None,
+) -> Trained:
+    """A shipped English→French model, from its checkpoint or trained live.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`RECIPES`: ``"attention"``, ``"baseline"``, ``"attention_short"``,
+        ``"baseline_short"``.
+    retrain : bool, optional
+        True trains from the recipe (about 8-10 minutes on two cores; the same seeds
+        and thread count give the shipped weights on the machine that made them).
+        None (default) retrains only if ``ATTNLIB_RETRAIN`` is set to 1/true/yes.
+    progress : bool
+        tqdm bars and a line per epoch while retraining.
+    directory : path, optional
+        Read the checkpoint from here instead of :data:`CHECKPOINT_DIR`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the checkpoint is missing.
+    ValueError
+        If it was made by a different recipe than ``RECIPES[name]``.
+    """
+    recipe = _recipe_named(name)
+    if want_retrain(retrain):
+        return _train_named(name, progress)
+    path = checkpoint_path(name, directory)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no checkpoint {path}; make it with `python -m attnlib.translation {name}` "
+            "or pass retrain=True"
+        )
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    if ckpt.get("format") != FORMAT or ckpt.get("recipe") != recipe.as_dict():
+        raise ValueError(
+            f"checkpoint {path} was made by a different recipe than RECIPES[{name!r}]; "
+            f"make it again with `python -m attnlib.translation {name}` or pass retrain=True"
+        )
+    data = _inference_data(recipe, ckpt["src_itos"], ckpt["tgt_itos"], ckpt["casing"])
+    model = build_model(recipe, data)
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    return Trained(name, recipe, model, data, TrainHistory(**ckpt["history"]))
+
+
+def retrain(name: str, *, progress: bool = True) -> Trained:
+    """Train the model of ``RECIPES[name]`` from scratch: the one call behind each checkpoint.
+
+    ``save(retrain("attention"), "attention.pt")`` remakes the shipped file.
+    """
+    return load(name, retrain=True, progress=progress)
+
+
+def _train_named(name: str, progress: bool) -> Trained:
+    recipe = _recipe_named(name)
+    data = prepare(recipe)
+    model, history = train_model(recipe, data, progress=progress)
+    return Trained(name, recipe, model, data, history)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m attnlib.translation [NAME ...] [--out DIR]``: train and save checkpoints."""
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlib.translation",
+        description="Train the shipped English→French models from their recipes.",
+    )
+    parser.add_argument("names", nargs="*", help=f"default: all of {list(RECIPES)}")
+    parser.add_argument("--out", default=None, help="folder (default: the package's)")
+    args = parser.parse_args(argv)
+    for name in args.names or list(RECIPES):
+        trained = retrain(name)
+        path = save(trained, checkpoint_path(name, args.out))
+        h = trained.history
+        print(
+            f"{name}: {h.steps} steps, best epoch {h.best_epoch} of {len(h.valid_loss)} "
+            f"({h.stopped}), {h.seconds:.0f} s → {path} ({path.stat().st_size / 1e6:.2f} MB)",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -99,13 +99,14 @@ def _page_text(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- the sources
-def test_five_exercises_cover_the_issue():
+def test_six_exercises_cover_the_issues():
     assert NAMES == [
         "01_masked_softmax",
         "02_additive_score",
         "03_context_entropy",
         "04_attention_module",
         "05_spot_the_error",
+        "06_decoding",
     ]
     assert set(fx.POINTS) == set(NAMES) == set(GRADED)
     assert {

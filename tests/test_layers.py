@@ -39,6 +39,10 @@ LAYERS: dict[str, int] = {
     "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention
     # the chapters' claims about trained models
     "evidence": 5,
+    # Part IV's studies of the English-French model, and its translate widget
+    "mt_examples": 5,
+    "mt_alignments": 5,
+    "translator": 5,
     # the graded exercises (a package): the learner's side and the channel on the ground, the
     # worker on the channel, the trusted grader on top; the package itself re-exports the
     # learner's side and loads build and grade on demand, so it sits above them all
@@ -56,6 +60,7 @@ LAYERS: dict[str, int] = {
     "grading.questions.ex3_context_entropy": 3,
     "grading.questions.ex4_attention_module": 3,
     "grading.questions.ex5_spot_the_error": 3,
+    "grading.questions.ex6_decoding": 3,
     "grading.questions": 4,
     "grading.grader": 5,
     "grading": 6,

@@ -534,3 +534,43 @@ def test_docstring_examples_run() -> None:
     result = doctest.testmod(attnlib.models)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# --------------------------------------------------------------------------- s_0
+@pytest.mark.parametrize("decoder", ["bahdanau", "luong", "none"])
+def test_s0_backward_reads_only_the_backward_state(decoder: str) -> None:
+    """Bahdanau et al.'s s_0 = tanh(W_s ←h_1 + b_s): the forward half of final cannot move it."""
+    model = make_seq2seq(V_SRC, V_TGT, decoder=decoder, s0="backward", hidden=8, seed=3)
+    dec = model.decoder
+    assert dec.W_s.in_features == 8  # ←h_1 only, not [→h_L; ←h_1]
+    final = torch.randn(2, 16)
+    moved = final.clone()
+    moved[:, :8] += 5.0  # change →h_L only
+    assert torch.equal(dec.init_state(final), dec.init_state(moved))
+    changed = final.clone()
+    changed[:, 8:] += 5.0  # change ←h_1
+    assert not torch.allclose(dec.init_state(final), dec.init_state(changed))
+    want = torch.tanh(final[:, 8:] @ dec.W_s.weight.T + dec.W_s.bias)
+    assert torch.allclose(dec.init_state(final)[:, : dec.d_s], want)
+
+
+def test_s0_final_is_the_default_and_reads_both_directions() -> None:
+    model = make_seq2seq(V_SRC, V_TGT, hidden=8, seed=3)
+    assert model.config.s0 == "final"
+    assert model.decoder.W_s.in_features == 16
+    final = torch.randn(2, 16)
+    moved = final.clone()
+    moved[:, :8] += 5.0
+    assert not torch.allclose(model.decoder.init_state(final), model.decoder.init_state(moved))
+
+
+def test_s0_choices_are_checked() -> None:
+    with pytest.raises(ValueError, match="s0 must be 'final' or 'backward'"):
+        make_seq2seq(V_SRC, V_TGT, s0="forward")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="only the bidirectional encoder"):
+        make_seq2seq(V_SRC, V_TGT, encoder="embedding", s0="backward")
+    model = make_seq2seq(V_SRC, V_TGT, s0="backward", seed=1)
+    again = Seq2Seq.from_config(model.config)  # the checkpoint path keeps the choice
+    assert again.decoder.s0 == "backward"
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k])

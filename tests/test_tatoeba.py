@@ -189,7 +189,7 @@ def test_tokenise(text, lang, tokens):
 def test_tokenise_keeps_case_on_request_and_is_deterministic():
     assert tb.tokenise("Ça va, Tom ?", "fr", lower=False) == ("Ça", "va", ",", "Tom", "?")
     first = tb.tokenise("Ça va, Tom ?", "fr")
-    tb._tokenise_cached.cache_clear()
+    tb._tokenise_cased.cache_clear()
     assert tb.tokenise("Ça va, Tom ?", "fr") == first == ("ça", "va", ",", "tom", "?")
     with pytest.raises(ValueError, match="lang must be"):
         tb.tokenise("Go.", "english")  # type: ignore[arg-type]

@@ -138,8 +138,11 @@ def test_evaluate_bleu_scores_against_all_references() -> None:
     assert 0.0 <= ev.bleu.score <= 100.0
     assert 0.0 <= ev.chrf.score <= 100.0
     assert sum(b.n_sentences for b in ev.buckets) == 40
-    # the references are those of the split, grouped by source
-    want = {en: sorted(p.fr for p in data.split.test if p.en == en) for en in ev.sources}
+    # the references are those of the split, grouped by source, normalised like the training text
+    want = {
+        en: sorted(tb.normalise(p.fr, "fr") for p in data.split.test if p.en == en)
+        for en in ev.sources
+    }
     assert {en: sorted(r) for en, r in zip(ev.sources, ev.references, strict=True)} == want
 
 
@@ -152,6 +155,18 @@ def test_evaluate_bleu_of_the_references_themselves_is_perfect() -> None:
     assert scoring.corpus_bleu([r[0] for r in refs], refs).score == pytest.approx(100.0)
     with pytest.raises(ValueError, match="split"):
         tr.evaluate_bleu(_quick()[0], data, "train")  # type: ignore[arg-type]
+
+
+def test_evaluate_bleu_normalises_the_references(monkeypatch) -> None:
+    # a reference written with ’ and a narrow no-break space would never match the model's ' and " "
+    model, _ = _quick()
+    data = _data()
+    en, _ = data.references["test"][0]
+    curly = dataclasses.replace(
+        data, references={**data.references, "test": [(en, ["L’homme est là !"])]}
+    )
+    ev = tr.evaluate_bleu(model, curly, "test", threads=1)  # type: ignore[arg-type]
+    assert ev.references == [["L'homme est là !"]]
 
 
 def test_build_casing_learns_names_from_inside_sentences() -> None:
@@ -171,3 +186,78 @@ def test_translate_restores_case_and_can_drop_unk() -> None:
     for a, b in zip(cased, dropped, strict=True):
         if "<unk>" not in a:
             assert a == b
+
+
+# --------------------------------------------------------------------------- checkpoints
+def test_a_saved_model_loads_back_with_the_same_translations(tmp_path, monkeypatch) -> None:
+    model, hist = _quick()
+    recipe = dataclasses.replace(TINY, max_steps=5)
+    monkeypatch.setitem(tr.RECIPES, "tiny", recipe)
+    monkeypatch.setattr(tb, "load_pairs", lambda *a, **k: _pairs())
+    trained = tr.Trained("tiny", recipe, model, _data(), hist)
+    path = tr.save(trained, tr.checkpoint_path("tiny", tmp_path))
+    raw = torch.load(path, weights_only=True)  # plain data only
+    assert raw["recipe"] == recipe.as_dict()
+    back = tr.load("tiny", directory=tmp_path, retrain=False)
+    assert back.data.train == []  # nothing of training is re-tokenised
+    assert back.data.src_vocab.itos == _data().src_vocab.itos
+    assert back.data.tgt_vocab.itos == _data().tgt_vocab.itos
+    assert back.data.references == _data().references
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, back.model.state_dict()[k]), k
+    sources = _data().sources("test")[:8]
+    assert back.translate(sources, k=2) == tr.translate(model, _data(), sources, k=2)
+    assert back.history == hist
+
+
+def test_load_refuses_an_unknown_name_a_missing_file_and_another_recipe(
+    tmp_path, monkeypatch
+) -> None:
+    with pytest.raises(ValueError, match="no translation recipe 'french'"):
+        tr.load("french")
+    monkeypatch.setitem(tr.RECIPES, "tiny", TINY)
+    with pytest.raises(FileNotFoundError, match=r"python -m attnlib\.translation tiny"):
+        tr.load("tiny", directory=tmp_path, retrain=False)
+    model, hist = _quick()
+    tr.save(tr.Trained("tiny", TINY, model, _data(), hist), tmp_path / "tiny.pt")
+    monkeypatch.setitem(tr.RECIPES, "tiny", dataclasses.replace(TINY, min_freq=2))
+    with pytest.raises(ValueError, match="different recipe"):
+        tr.load("tiny", directory=tmp_path, retrain=False)
+
+
+def test_the_retrain_switch_trains_instead_of_loading(monkeypatch, tmp_path) -> None:
+    recipe = dataclasses.replace(TINY, max_steps=2, max_epochs=1)
+    monkeypatch.setitem(tr.RECIPES, "tiny", recipe)
+    monkeypatch.setattr(tb, "load_pairs", lambda *a, **k: _pairs())
+    monkeypatch.setenv("ATTNLIB_RETRAIN", "1")
+    trained = tr.load("tiny", directory=tmp_path, progress=False)  # no file there: it trains
+    assert trained.history.steps == 2
+    assert trained.data.train
+
+
+@pytest.mark.parametrize("name", sorted(tr.RECIPES))
+def test_every_shipped_model_is_small_and_made_by_its_recipe(name: str) -> None:
+    path = tr.checkpoint_path(name)
+    assert path.stat().st_size <= 5_000_000, "the issue caps each checkpoint at 5 MB"
+    raw = torch.load(path, map_location="cpu", weights_only=True)
+    assert raw["format"] == tr.FORMAT
+    assert raw["recipe"] == tr.RECIPES[name].as_dict()
+    assert raw["history"]["stopped"] == "patience", "each model is trained to convergence"
+
+
+def test_the_shipped_recipes_differ_only_where_their_names_say() -> None:
+    base = tr.RECIPES["attention"].as_dict()
+    for name, recipe in tr.RECIPES.items():
+        changed = {k for k, v in recipe.as_dict().items() if base[k] != v}
+        want = ({"decoder"} if name.startswith("baseline") else set()) | (
+            {"max_src_len"} if name.endswith("short") else set()
+        )
+        assert changed == want, name
+
+
+def test_recipe_s0_reaches_the_model() -> None:
+    model = tr.build_model(dataclasses.replace(TINY, s0="backward"), _data())
+    assert model.decoder.s0 == "backward"
+    assert model.decoder.W_s.in_features == TINY.hidden
+    with pytest.raises(ValueError, match="s0 must be"):
+        tr.Recipe(s0="first")  # type: ignore[arg-type]

@@ -43,6 +43,7 @@ __all__ = [
     "Check",
     "Exercise",
     "Fail",
+    "Handle",
     "Params",
     "Probe",
     "Question",
@@ -83,6 +84,17 @@ class Torch:
 
     value: Any
     dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class Handle:
+    """An argument the learner's code receives as the object :meth:`Probe.new` made under ``name``.
+
+    Only the name travels; the object (a model the grader had the worker build) never leaves
+    the worker.
+    """
+
+    name: str
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ Values that are not JSON by themselves are wrapped in a one-key object:
 * ``{"object": "TypeName"}`` — anything else, reported by its type's name only;
 * ``{"error": {"type": "ValueError", "message": "..."}}`` — what the learner's
   code raised instead of returning.
+* ``{"handle": "_h1"}`` — in a request's arguments only: the object an
+  earlier ``new`` made under that name (a model the grader had built, handed
+  to the learner's function). The worker looks the name up among its own
+  handles; the grader never receives an object.
 
 Non-finite floats travel as the strings ``"nan"``, ``"inf"`` and ``"-inf"`` in
 an array's ``data`` (JSON has no such numbers), so a NaN the learner's softmax

@@ -79,6 +79,8 @@ class SandboxUnavailable(RuntimeError):
 
 # =========================================================================== the probe
 def _plain_arg(x: Any) -> Any:
+    if isinstance(x, cases.Handle):
+        return {"handle": x.name}
     if isinstance(x, cases.Torch):
         arr = np.asarray(x.value)
         return channel.array(arr.shape, f"torch.{x.dtype}", arr.ravel().tolist())

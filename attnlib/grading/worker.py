@@ -93,8 +93,13 @@ def to_plain(x: Any, channel: Any, depth: int = 0) -> Any:
     return {"object": type(x).__name__[:100]}
 
 
-def from_plain(v: Any) -> Any:
-    """The grader's plain arguments as numpy arrays or torch tensors for the learner's code."""
+def from_plain(v: Any, handles: dict[str, Any] | None = None) -> Any:
+    """The grader's plain arguments as numpy arrays, torch tensors or objects ``new`` made."""
+    if isinstance(v, dict) and set(v) == {"handle"}:
+        name = v["handle"]
+        if not isinstance(name, str) or name not in (handles or {}):
+            raise NameError(f"no object was made under the handle {str(name)[:100]!r}")
+        return (handles or {})[name]
     if isinstance(v, dict) and set(v) == {"array"}:
         import numpy as np
 
@@ -107,9 +112,9 @@ def from_plain(v: Any) -> Any:
             return torch.tensor(data, dtype=getattr(torch, dtype[6:])).reshape(body["shape"])
         return np.asarray(data, dtype=dtype).reshape(body["shape"])
     if isinstance(v, dict) and set(v) == {"tuple"}:
-        return tuple(from_plain(x) for x in v["tuple"])
+        return tuple(from_plain(x, handles) for x in v["tuple"])
     if isinstance(v, list):
-        return [from_plain(x) for x in v]
+        return [from_plain(x, handles) for x in v]
     return v
 
 
@@ -156,14 +161,14 @@ class Worker:
         fn = self.resolve(msg["target"])
         if not callable(fn):
             raise TypeError(f"{msg['target']} is not a function (it is a {type(fn).__name__})")
-        args = [from_plain(a) for a in msg.get("args", [])]
-        kwargs = {k: from_plain(a) for k, a in msg.get("kwargs", {}).items()}
+        args = [from_plain(a, self.handles) for a in msg.get("args", [])]
+        kwargs = {k: from_plain(a, self.handles) for k, a in msg.get("kwargs", {}).items()}
         out = _timed(msg.get("seconds", 10), fn, *args, **kwargs)
         return to_plain(out, self.channel)
 
     def new(self, msg: dict[str, Any]) -> Any:
         cls = self.resolve(msg["target"])
-        args = [from_plain(a) for a in msg.get("args", [])]
+        args = [from_plain(a, self.handles) for a in msg.get("args", [])]
         obj = _timed(msg.get("seconds", 10), cls, *args)
         weights = msg.get("weights") or {}
         if weights:

@@ -13,6 +13,7 @@ from attnlib.grading.questions import (
     ex3_context_entropy,
     ex4_attention_module,
     ex5_spot_the_error,
+    ex6_decoding,
 )
 
 __all__ = ["EXERCISES"]
@@ -25,5 +26,6 @@ EXERCISES: dict[str, Exercise] = {
         ex3_context_entropy,
         ex4_attention_module,
         ex5_spot_the_error,
+        ex6_decoding,
     )
 }
