@@ -93,13 +93,11 @@ def to_plain(x: Any, channel: Any, depth: int = 0) -> Any:
     return {"object": type(x).__name__[:100]}
 
 
-def from_plain(v: Any, handles: dict[str, Any] | None = None) -> Any:
-    """The grader's plain arguments as numpy arrays, torch tensors or objects ``new`` made."""
-    if isinstance(v, dict) and set(v) == {"handle"}:
-        name = v["handle"]
-        if not isinstance(name, str) or name not in (handles or {}):
-            raise NameError(f"no object was made under the handle {str(name)[:100]!r}")
-        return (handles or {})[name]
+def from_plain(v: Any) -> Any:
+    """The grader's plain arguments as numpy arrays or torch tensors for the learner's code.
+
+    A ``{"handle": name}`` comes back unchanged; :func:`with_handles` swaps it for its object.
+    """
     if isinstance(v, dict) and set(v) == {"array"}:
         import numpy as np
 
@@ -112,9 +110,23 @@ def from_plain(v: Any, handles: dict[str, Any] | None = None) -> Any:
             return torch.tensor(data, dtype=getattr(torch, dtype[6:])).reshape(body["shape"])
         return np.asarray(data, dtype=dtype).reshape(body["shape"])
     if isinstance(v, dict) and set(v) == {"tuple"}:
-        return tuple(from_plain(x, handles) for x in v["tuple"])
+        return tuple(from_plain(x) for x in v["tuple"])
     if isinstance(v, list):
-        return [from_plain(x, handles) for x in v]
+        return [from_plain(x) for x in v]
+    return v
+
+
+def with_handles(v: Any, handles: dict[str, Any]) -> Any:
+    """``v`` with every ``{"handle": name}`` replaced by the object ``new`` made under that name."""
+    if isinstance(v, dict) and set(v) == {"handle"}:
+        name = v["handle"]
+        if not isinstance(name, str) or name not in handles:
+            raise NameError(f"no object was made under the handle {str(name)[:100]!r}")
+        return handles[name]
+    if isinstance(v, tuple):
+        return tuple(with_handles(x, handles) for x in v)
+    if isinstance(v, list):
+        return [with_handles(x, handles) for x in v]
     return v
 
 
@@ -161,14 +173,16 @@ class Worker:
         fn = self.resolve(msg["target"])
         if not callable(fn):
             raise TypeError(f"{msg['target']} is not a function (it is a {type(fn).__name__})")
-        args = [from_plain(a, self.handles) for a in msg.get("args", [])]
-        kwargs = {k: from_plain(a, self.handles) for k, a in msg.get("kwargs", {}).items()}
+        args = [with_handles(from_plain(a), self.handles) for a in msg.get("args", [])]
+        kwargs = {
+            k: with_handles(from_plain(a), self.handles) for k, a in msg.get("kwargs", {}).items()
+        }
         out = _timed(msg.get("seconds", 10), fn, *args, **kwargs)
         return to_plain(out, self.channel)
 
     def new(self, msg: dict[str, Any]) -> Any:
         cls = self.resolve(msg["target"])
-        args = [from_plain(a, self.handles) for a in msg.get("args", [])]
+        args = [with_handles(from_plain(a), self.handles) for a in msg.get("args", [])]
         obj = _timed(msg.get("seconds", 10), cls, *args)
         weights = msg.get("weights") or {}
         if weights:
