@@ -646,16 +646,25 @@ class Decoder(nn.Module):
         parts, s, alpha = self._step(y_emb, s_prev, mem)
         return self.readout(parts, y_emb), s, alpha
 
-    def forward(self, y_in: Tensor, s0: Tensor, mem: SourceMemory) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: logits (B, T_y, V) and α (B, T_y, T_x) (None without attention)."""
+    def forward(
+        self, y_in: Tensor, s0: Tensor, mem: SourceMemory, keep: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits (B, T_y, V) and α (B, T_y, T_x) (None without attention).
+
+        With ``keep`` ((B, T_y) bool), the output layer runs only where it is True and the
+        logits are (N, V), one row per kept position in row-major order (N = keep.sum()).
+        """
         ys = self.embedding(y_in)  # (B, T_y, emb), all inputs known in advance
         s, parts, alphas = s0, [], []
         for t in range(y_in.shape[1]):
             p, s, alpha = self._step(ys[:, t], s, mem)
             parts.append(p)
             alphas.append(alpha)
-        # The output layer does not feed back: run it once, on all T_y steps together.
+        # The output layer does not feed back: run it once, on all T_y steps together
+        # (or only on the kept ones: a padded target position needs no logits).
         stacked = tuple(torch.stack(k, dim=1) for k in zip(*parts, strict=True))
+        if keep is not None:
+            stacked, ys = tuple(k[keep] for k in stacked), ys[keep]
         logits = self.readout(stacked, ys)
         if alphas[0] is None:
             return logits, None
@@ -1092,7 +1101,12 @@ class Seq2Seq(nn.Module):
         return h, final, mask
 
     def forward(
-        self, src: Tensor, tgt_in: Tensor, *, edit: ScoreEdit | None = None
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        *,
+        edit: ScoreEdit | None = None,
+        keep: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing.
 
@@ -1103,10 +1117,14 @@ class Seq2Seq(nn.Module):
             ``<bos>`` y_1 … y_{T_y-1}: the previous target token at every step.
         edit : ScoreEdit, optional
             Rewrites the scores of every decoder step (see :class:`ScoreEdit`).
+        keep : (B, T_y) bool, optional
+            Where logits are wanted, e.g. ``tgt_out != PAD_ID``: the output layer (the
+            largest cost on a real vocabulary) then skips the padded target positions.
 
         Returns
         -------
-        logits : (B, T_y, V_tgt)
+        logits : (B, T_y, V_tgt), or (N, V_tgt) with ``keep``: the kept positions in
+            row-major order, N = keep.sum() (the same numbers as ``logits[keep]``)
         alpha : (B, T_y, T_x), or None without attention
         """
         self._check_ids(tgt_in, "tgt_in", self.tgt_vocab_size)
@@ -1114,9 +1132,22 @@ class Seq2Seq(nn.Module):
             tgt_in.shape[0] == src.shape[0],
             f"src has {src.shape[0]} sequences but tgt_in has {tgt_in.shape[0]}",
         )
+        if keep is not None:
+            _need(
+                isinstance(keep, Tensor)
+                and keep.dtype == torch.bool
+                and tuple(keep.shape) == tuple(tgt_in.shape),
+                "keep must be a bool mask of shape (B, T_y) = "
+                f"{tuple(tgt_in.shape)}, like tgt_in; got "
+                + (
+                    f"{keep.dtype} of shape {tuple(keep.shape)}"
+                    if isinstance(keep, Tensor)
+                    else type(keep).__name__
+                ),
+            )
         h, final, mask = self.encode(src)
         mem = self.decoder.memory(h, final, mask, edit=edit)
-        return self.decoder(tgt_in.long(), self.decoder.init_state(final), mem)
+        return self.decoder(tgt_in.long(), self.decoder.init_state(final), mem, keep)
 
     @torch.no_grad()
     def greedy(

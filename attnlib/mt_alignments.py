@@ -139,7 +139,7 @@ def sentence_stats(hypotheses: Sequence[str], references: Sequence[Sequence[str]
         )
     rows = []
     for hyp, refs in zip(hypotheses, references, strict=True):
-        r = scoring.sentence_bleu(hyp, list(refs))
+        r = scoring.sentence_bleu(tb.unk_as_word(hyp), list(refs))  # <unk>: one wrong word
         rows.append([*r.matches, *r.totals, r.hyp_len, r.ref_len])
     return np.asarray(rows, dtype=float).reshape(len(rows), N_STATS)
 

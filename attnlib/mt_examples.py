@@ -95,10 +95,14 @@ def _check_lists(n: int, **lists: Sequence[Any]) -> None:
 
 
 def sentence_bleus(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
-    """Smoothed sentence BLEU (:func:`attnlib.scoring.sentence_bleu`) of every hypothesis."""
+    """Smoothed sentence BLEU (:func:`attnlib.scoring.sentence_bleu`) of every hypothesis.
+
+    A ``<unk>`` counts as one wrong word (:func:`attnlib.tatoeba.unk_as_word`), as in the
+    corpus scores of ``translation.evaluate_bleu``.
+    """
     _check_lists(len(hypotheses), references=references)
     pairs = zip(hypotheses, references, strict=True)
-    return [scoring.sentence_bleu(h, list(r)).score for h, r in pairs]
+    return [scoring.sentence_bleu(tb.unk_as_word(h), list(r)).score for h, r in pairs]
 
 
 @dataclass(frozen=True)

@@ -59,10 +59,11 @@ one Moses quirk: ``aujourd'hui`` is one word.
 
 **Lower case.** :func:`tokenise` lower-cases by default: on 76k short sentences
 "Je" (first word) and "je" (elsewhere) would otherwise be two tokens with
-half the counts each, and most sentence-initial words would be rare. The price
-is that the model's output is lower case, so BLEU has to be case-insensitive
-(``sacrebleu.corpus_bleu(..., lowercase=True)``; its signature then says
-``case:lc``). Pass ``lower=False`` to keep case.
+half the counts each, and most sentence-initial words would be rare. The
+model therefore writes lower case; ``translation`` restores the case of its
+output (a capital first letter, and each word's usual spelling inside training
+sentences, e.g. ``Tom``, ``Paris``) before scoring, so BLEU stays
+case-sensitive (the signature says ``case:mixed``). Pass ``lower=False`` to keep case.
 
 **Malformed lines are errors, not skipped.** The shipped file has none; a
 line with the wrong number of columns or an empty side in a file you point
@@ -107,6 +108,7 @@ __all__ = [
     "NORMALISATION_RULES",
     "UNK",
     "UNK_ID",
+    "UNK_SCORED",
     "BucketBatch",
     "EncodedPair",
     "Split",
@@ -125,6 +127,7 @@ __all__ = [
     "split",
     "tokenise",
     "tokenise_pairs",
+    "unk_as_word",
     "unk_share",
 ]
 
@@ -138,6 +141,10 @@ ATTRIBUTION = (
 """The credit the licence asks for, wherever these pairs are shown or passed on."""
 
 UNK = "<unk>"
+UNK_SCORED = "UNK"
+"""How a ``<unk>`` the model writes is scored (:func:`unk_as_word`): one token, which
+sacrebleu's 13a tokenizer keeps whole (it would cut the text ``<unk>`` into ``<``, ``unk``,
+``>``: three wrong words for one) and which no French reference contains."""
 UNK_ID = len(SPECIALS)  # 3: the first ordinary token of every vocabulary built here
 """Id of ``<unk>`` in every vocabulary made by :func:`build_vocab`."""
 
@@ -759,3 +766,13 @@ def batches(
         rng.shuffle(runs)
     for run in runs:
         yield _make_batch(encoded_pairs, run)
+
+
+def unk_as_word(text: str) -> str:
+    """``text`` with every ``<unk>`` written as :data:`UNK_SCORED`, for scoring.
+
+    A ``<unk>`` is one word the model could not write; scored as the text ``<unk>``, BLEU
+    would count it as three wrong tokens. The course's BLEU (``translation.evaluate_bleu``,
+    the example tables and the per-length bootstrap) scores what this returns.
+    """
+    return text.replace(UNK, UNK_SCORED)

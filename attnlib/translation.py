@@ -50,6 +50,7 @@ from attnlib import decoding, scoring
 from attnlib import tatoeba as tb
 from attnlib.models import Seq2Seq, make_seq2seq
 from attnlib.runtime import eval_mode, torch_threads, want_retrain
+from attnlib.train import Batch
 from attnlib.vocab import EOS_ID, PAD_ID, Vocab
 
 __all__ = [
@@ -301,6 +302,19 @@ def build_model(recipe: Recipe, data: Data) -> Seq2Seq:
     )  # fmt: skip
 
 
+def batch_loss(model: Seq2Seq, batch: Batch, reduction: str = "mean") -> torch.Tensor:
+    """Teacher-forced cross-entropy of one batch over its real target tokens (nats per token).
+
+    The same number as ``cross_entropy(logits.flatten(0, 1), tgt_out.flatten(),
+    ignore_index=PAD_ID)``, but the output layer and its softmax over the V French types
+    run only on the real target positions (``keep=`` of :meth:`Seq2Seq.forward`): with
+    length-bucketed sources, about a third of the target positions are padding.
+    """
+    keep = batch.tgt_out != PAD_ID
+    logits, _ = model(batch.src, batch.tgt_in, keep=keep)
+    return nn.functional.cross_entropy(logits, batch.tgt_out[keep], reduction=reduction)
+
+
 @torch.no_grad()
 def validation_loss(
     model: Seq2Seq, encoded: Sequence[tb.EncodedPair], batch_size: int = 256
@@ -309,12 +323,7 @@ def validation_loss(
     total, count = 0.0, 0
     with eval_mode(model):
         for b in tb.batches(encoded, batch_size, seed=None):
-            logits, _ = model(b.src, b.tgt_in)
-            total += float(
-                nn.functional.cross_entropy(
-                    logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID, reduction="sum"
-                )
-            )
+            total += float(batch_loss(model, b, reduction="sum"))
             count += int((b.tgt_out != PAD_ID).sum())
     return total / count
 
@@ -360,10 +369,7 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
                 total=n_batches, desc=f"epoch {epoch}", disable=not progress, leave=False,
             )  # fmt: skip
             for b in bar:
-                logits, _ = model(b.src, b.tgt_in)
-                loss = nn.functional.cross_entropy(
-                    logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID
-                )
+                loss = batch_loss(model, b)
                 opt.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
@@ -512,6 +518,13 @@ class Evaluation:
     seconds: float = 0.0
 
 
+UnkScoring = Literal["word", "split", "drop"]
+UNK_SCORINGS: tuple[str, ...] = ("word", "split", "drop")
+
+UNK_SCORED = tb.UNK_SCORED
+unk_as_word = tb.unk_as_word
+
+
 def evaluate_bleu(
     model: Seq2Seq,
     data: Data,
@@ -520,30 +533,40 @@ def evaluate_bleu(
     *,
     edges: Sequence[int] = BUCKET_EDGES,
     threads: int | None = 2,
-    keep_unk: bool = True,
+    unk: UnkScoring = "word",
 ) -> Evaluation:
     """Translate every distinct source of ``split`` and score it against all its references.
 
-    ``keep_unk`` is passed to :func:`translate`; the default scores the output as
-    shown, ``<unk>`` included.
+    ``unk`` says how a ``<unk>`` the model writes is scored:
+
+    - ``"word"`` (the default): as one wrong word, which is what it is (it is scored as
+      :data:`attnlib.tatoeba.UNK_SCORED`, a word no reference holds);
+    - ``"split"``: as the text ``<unk>``, which sacrebleu's 13a tokenizer splits into three
+      tokens ``<``, ``unk``, ``>``: three wrong words for one;
+    - ``"drop"``: left out, so it costs no precision, only length (the brevity penalty).
+
+    ``hypotheses`` keeps the outputs as shown, ``<unk>`` included (``"drop"``: left out).
     """
     if split not in data.references:
         raise ValueError(f"split must be one of {sorted(data.references)}, got {split!r}")
+    if unk not in UNK_SCORINGS:
+        raise ValueError(f"unk must be one of {UNK_SCORINGS}, got {unk!r}")
     sources = data.sources(split)
     # The references get the same normalise as the training text: one that keeps ’ or « »
     # could never match the model's ' and " (sacrebleu's 13a tokenizer leaves them as they are).
     references = [[tb.normalise(r, "fr") for r in refs] for _, refs in data.references[split]]
     start = time.perf_counter()
     with torch_threads(threads):
-        hyps = translate(model, data, sources, k, keep_unk=keep_unk)
+        hyps = translate(model, data, sources, k, keep_unk=unk != "drop")
     seconds = time.perf_counter() - start
     lengths = [_words(s) for s in sources]
     lo, hi = min(edges[0], *lengths), max(edges[-1], max(lengths) + 1)
     edges = [lo, *edges[1:-1], hi]
+    scored = [unk_as_word(h) for h in hyps] if unk == "word" else hyps
     return Evaluation(
-        bleu=scoring.corpus_bleu(hyps, references),
-        chrf=scoring.corpus_chrf(hyps, references),
-        buckets=scoring.bleu_by_bucket(hyps, references, lengths, edges),
+        bleu=scoring.corpus_bleu(scored, references),
+        chrf=scoring.corpus_chrf(scored, references),
+        buckets=scoring.bleu_by_bucket(scored, references, lengths, edges),
         hypotheses=hyps,
         sources=sources,
         references=references,
@@ -703,7 +726,7 @@ def load(
         One of :data:`RECIPES`: ``"attention"``, ``"baseline"``, ``"attention_short"``,
         ``"baseline_short"``.
     retrain : bool, optional
-        True trains from the recipe (about 8-10 minutes on two cores; the same seeds
+        True trains from the recipe (about 7 minutes on two cores; the same seeds
         and thread count give the shipped weights on the machine that made them).
         None (default) retrains only if ``ATTNLIB_RETRAIN`` is set to 1/true/yes.
     progress : bool

@@ -574,3 +574,51 @@ def test_s0_choices_are_checked() -> None:
     assert again.decoder.s0 == "backward"
     for k, v in model.state_dict().items():
         assert torch.equal(v, again.state_dict()[k])
+
+
+@pytest.mark.parametrize("decoder", ["bahdanau", "luong", "none"])
+def test_keep_runs_the_output_layer_only_where_asked(decoder: str) -> None:
+    """``keep=`` gives the rows ``logits[keep]`` of the full run, and the same α and gradients."""
+    model = make_seq2seq(V_SRC, V_TGT, decoder=decoder, seed=11, **TINY)
+    src = _src([5, 2, 4])
+    tgt_in = torch.tensor([[BOS_ID, 5, 6, 7], [BOS_ID, 8, PAD_ID, PAD_ID], [BOS_ID, 4, 9, PAD_ID]])
+    tgt_out = torch.tensor([[5, 6, 7, EOS_ID], [8, EOS_ID, PAD_ID, PAD_ID], [4, 9, EOS_ID, PAD_ID]])
+    keep = tgt_out != PAD_ID
+    full, alpha_full = model(src, tgt_in)
+    kept, alpha_kept = model(src, tgt_in, keep=keep)
+    assert kept.shape == (int(keep.sum()), V_TGT)
+    torch.testing.assert_close(kept, full[keep], atol=1e-6, rtol=1e-6)
+    if alpha_full is None:
+        assert alpha_kept is None
+    else:
+        torch.testing.assert_close(alpha_kept, alpha_full, atol=0, rtol=0)
+    # The loss over the real tokens and its gradient do not depend on which way it was computed.
+    grads = []
+    for logits, target in ((full.flatten(0, 1), tgt_out.flatten()), (kept, tgt_out[keep])):
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(logits, target, ignore_index=PAD_ID).backward(
+            retain_graph=True
+        )
+        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) > 0
+    for g_full, g_kept in zip(*grads, strict=True):
+        torch.testing.assert_close(g_kept, g_full, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        torch.ones(2, 4, dtype=torch.bool),
+        torch.ones(2, 3),
+        torch.ones(3, 3, dtype=torch.bool),
+        [1, 1],
+    ],
+    ids=["wrong T_y", "not bool", "wrong B", "not a tensor"],
+)
+def test_keep_must_be_a_bool_mask_like_tgt_in(keep: object) -> None:
+    model = make_seq2seq(V_SRC, V_TGT, seed=12, **TINY)
+    tgt_in = torch.tensor([[BOS_ID, 5, 6], [BOS_ID, 7, 8]])
+    with pytest.raises(
+        ValueError, match=r"keep must be a bool mask of shape \(B, T_y\) = \(2, 3\)"
+    ):
+        model(_src([4, 6]), tgt_in, keep=keep)

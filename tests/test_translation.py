@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import pytest
 import torch
@@ -261,3 +262,56 @@ def test_recipe_s0_reaches_the_model() -> None:
     assert model.decoder.W_s.in_features == TINY.hidden
     with pytest.raises(ValueError, match="s0 must be"):
         tr.Recipe(s0="first")  # type: ignore[arg-type]
+
+
+def test_batch_loss_is_the_cross_entropy_over_real_target_tokens() -> None:
+    """batch_loss skips the padded positions before the output layer; the number is the same."""
+    model, _ = _quick()
+    batch = next(iter(tb.batches(_data().train, 16, seed=3)))
+    assert bool((batch.tgt_out == tb.PAD_ID).any())  # the batch has padding to skip
+    logits, _ = model(batch.src, batch.tgt_in)
+    expected = torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=tb.PAD_ID
+    )
+    torch.testing.assert_close(tr.batch_loss(model, batch), expected, atol=1e-6, rtol=1e-6)
+    n_real = int((batch.tgt_out != tb.PAD_ID).sum())
+    torch.testing.assert_close(
+        tr.batch_loss(model, batch, reduction="sum"), expected * n_real, atol=1e-4, rtol=1e-6
+    )
+
+
+def test_an_unk_scores_as_one_wrong_word() -> None:
+    from attnlib import scoring
+
+    refs = [["le chat est rouge sur la table ."]]
+    as_word = scoring.corpus_bleu([tr.unk_as_word("le <unk> est rouge sur la table .")], refs)
+    other_word = scoring.corpus_bleu(["le chien est rouge sur la table ."], refs)
+    as_text = scoring.corpus_bleu(["le <unk> est rouge sur la table ."], refs)
+    assert as_word.score == pytest.approx(other_word.score)  # like any wrong word
+    assert as_text.score < as_word.score  # 13a makes three wrong tokens of the text "<unk>"
+    assert tr.unk_as_word("<unk> <unk>") == f"{tr.UNK_SCORED} {tr.UNK_SCORED}"
+
+
+@pytest.mark.slow
+def test_evaluate_bleu_scores_unk_as_asked() -> None:
+    from attnlib import scoring
+
+    trained = tr.load("attention")  # the shipped model: it writes <unk> for rare words
+    data = dataclasses.replace(
+        trained.data, references={"test": trained.data.references["test"][:100]}
+    )
+    split = tr.evaluate_bleu(trained.model, data, "test", unk="split", threads=1)
+    assert any(tb.UNK in h for h in split.hypotheses)
+    word = tr.evaluate_bleu(trained.model, data, "test", unk="word", threads=1)
+    assert word.hypotheses == split.hypotheses  # shown as written
+    rescored = scoring.corpus_bleu([tr.unk_as_word(h) for h in split.hypotheses], split.references)
+    assert word.bleu.score == pytest.approx(rescored.score)
+    assert word.bleu.score > split.bleu.score  # one wrong word per <unk>, not three
+    drop = tr.evaluate_bleu(trained.model, data, "test", unk="drop", threads=1)
+    assert not any(tb.UNK in h for h in drop.hypotheses)
+    # the same words less <unk> (the first word shown is capitalised, whichever it is)
+    assert [re.findall(r"\w+", h.lower()) for h in drop.hypotheses] == [
+        [w for w in re.findall(r"\w+", h.lower()) if w != "unk"] for h in split.hypotheses
+    ]
+    with pytest.raises(ValueError, match="unk must be one of"):
+        tr.evaluate_bleu(trained.model, data, "test", unk="keep")  # type: ignore[arg-type]
