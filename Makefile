@@ -1,5 +1,5 @@
 # The two commands a fresh clone needs (see README.md):
-#   make book   set up .venv and build the site into _build/html
+#   make book   set up .venv and build the site, and the notebooks' zip, into _build/html
 #   make test   set up .venv, build the site (warnings are errors) and run every test
 # and the developers' fast loop (README, "For developers"):
 #   make check  lint, type check, the tests not marked slow, the notebooks changed in the work tree
@@ -28,6 +28,13 @@ $(NODE_STAMP): package.json package-lock.json
 
 book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(MAKE) --no-print-directory bundle
+
+# Every chapter and exercise notebook in one zip with a one-line set-up (attnlib/bundle.py),
+# served by the site next to intro.html, which links it. Part of `make book`.
+.PHONY: bundle
+bundle: $(STAMP)
+	$(BIN)/python -m attnlib.bundle _build/html/attention-course-notebooks.zip
 
 LINTED := attnlib tests bench _ext
 lint: $(STAMP)

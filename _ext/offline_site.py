@@ -23,9 +23,21 @@ What it does
    - gives bibliography entries the ``listitem`` role their ``role="list"`` parent requires.
 
    It also names the sidebar's expand/collapse toggles (axe: ``summary-name``, serious) and adds
-   ``_ext/static/offline_site.css`` (a darker red for otter-grader's "results" text, which fails
-   WCAG AA contrast).
-3. **Overrides two theme components** (``_ext/templates/``, put first on ``templates_path``): the
+   ``_ext/static/offline_site.css``: otter-grader's red "results" text in colours that pass WCAG
+   AA in light and dark mode (in dark mode the theme draws HTML outputs on a light panel), the
+   wide-screen Contents column's hidden state, the offline Live Code note, and dropdowns
+   (answers) printed open.
+3. **Adds ``_ext/static/site_shell.js``** to every page's ``<head>`` (commented in the file):
+
+   - makes the sidebar (navigation) and Contents toggles work. pydata-sphinx-theme 0.17 and
+     sphinx-book-theme bind their handlers to the first ``.primary-toggle``/``.secondary-toggle``
+     in the page, a hidden navbar duplicate (pydata/pydata-sphinx-theme#2451); the script removes
+     that duplicate before they bind. On wide screens the Contents toggle also hides/shows the
+     table-of-contents column, and both toggles report ``aria-expanded``;
+   - Live Code (thebe) needs unpkg.com and mybinder.org: offline, instead of waiting forever on
+     "Loading thebe", it says so and points to the .ipynb download;
+   - opens every dropdown for printing (``beforeprint``) and closes them again afterwards.
+4. **Overrides two theme components** (``_ext/templates/``, put first on ``templates_path``): the
    search button and the colour-mode button, whose accessible names contradicted their visible
    text (axe-core: ``label-content-name-mismatch``, serious).
 
@@ -202,6 +214,10 @@ def _name_toggles(html: str) -> str:
     )
 
 
+#: How myst-nb opens the toggle of a folded cell (myst_nb/sphinx_.py, visit_HideCellInput).
+HIDDEN_CELL_SUMMARY = '<summary aria-label="Toggle hidden content">'
+
+
 def fix_script_files(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
@@ -218,7 +234,12 @@ def fix_script_files(
     if isinstance(body, str) and 'role="doc-biblioentry"' in body:
         # docutils marks each entry of a <div role="list"> with the deprecated doc-biblioentry
         # role; a list must hold list items (axe: aria-required-children, critical).
-        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+        body = context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    if isinstance(body, str) and HIDDEN_CELL_SUMMARY in body:
+        # myst-nb names the toggle of every folded cell (hide-cell, hide-input, hide-output)
+        # "Toggle hidden content", not what it shows ("Show the evidence (statement 1)"):
+        # axe label-content-name-mismatch, serious. The visible prompt names it instead.
+        context["body"] = body.replace(HIDDEN_CELL_SUMMARY, "<summary>")
     scripts = context.get("script_files")
     if not scripts:
         return
@@ -261,4 +282,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", stage_vendored_files, priority=400)
     app.connect("html-page-context", fix_script_files, priority=900)
     app.add_css_file("offline_site.css")
+    # A plain (not deferred) script in <head>: it must run before the themes bind their toggles.
+    app.add_js_file("site_shell.js")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,6 +25,8 @@ from matplotlib.image import AxesImage
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "MAX_WIDTH",
+    "MIN_FONT_PT",
     "SOURCE_LABEL",
     "STEP_LABEL",
     "bars",
@@ -46,6 +48,14 @@ SOURCE_LABEL = "source position i (h_i)"
 #: y-axis label of every heatmap: the decoder steps.
 STEP_LABEL = "output step t"
 
+#: The widest figure (inches) that the website shows at its natural size: its text column is
+#: about 650 px wide at a 1280 px window, and figures are saved at 100 dpi. A wider figure is
+#: scaled down, and its text with it; figures grow with T_x only up to this width.
+MAX_WIDTH = 6.4
+#: The smallest font (points) of any text these functions draw: 8 pt is 11 px at 100 dpi, so a
+#: figure no wider than MAX_WIDTH shows it at 11 px, one scaled to 80 % at 9 px.
+MIN_FONT_PT = 8.0
+
 #: The two colours the course uses for bars (from the cividis colormap).
 BAR_COLOR = plt.get_cmap("cividis")(0.25)
 ACCENT_COLOR = plt.get_cmap("cividis")(0.85)
@@ -57,6 +67,18 @@ def new_axes(ax: Axes | None = None, figsize: tuple[float, float] = (5.0, 3.2)) 
         return ax
     _, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax
+
+
+def _cell_size(T_x: int, largest: float, margin: float) -> float:
+    """Width (inches) of one heatmap column: ``largest``, less when T_x columns and ``margin``
+    (labels, colorbar) would make the figure wider than MAX_WIDTH."""
+    return min(largest, (MAX_WIDTH - margin) / max(T_x, 1))
+
+
+def _row_size(cell: float, largest: float) -> float:
+    """Height (inches) of one heatmap row: close to square with the columns, but never less than
+    a line of 10 pt tick labels needs."""
+    return min(largest, max(0.18, 0.85 * cell))
 
 
 def _labels(tokens: Sequence[str] | None, n: int, what: str) -> list[str]:
@@ -130,7 +152,8 @@ def heatmap(
     T_y, T_x = a.shape
     xs = _labels(src_tokens, T_x, "src_tokens")
     ys = _labels(tgt_tokens, T_y, "tgt_tokens")
-    ax = new_axes(ax, figsize=(1.2 + 0.55 * T_x, 1.0 + 0.45 * T_y))
+    cell = _cell_size(T_x, 0.55, 1.6)
+    ax = new_axes(ax, figsize=(1.2 + cell * T_x, 1.0 + _row_size(cell, 0.45) * T_y))
     image = ax.imshow(a, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     if max(map(len, xs)) * T_x > 30:  # long labels: slant them so they do not overlap
         ax.set_xticks(range(T_x), xs, rotation=45, ha="right", rotation_mode="anchor")
@@ -225,7 +248,9 @@ def bars(
     if annotate:
         for k in range(v.size):
             container.texts.append(  # type: ignore[attr-defined]
-                ax.text(k, 0.0, "", ha="center", va="bottom", fontsize=9 if v.size <= 6 else 7)
+                ax.text(
+                    k, 0.0, "", ha="center", va="bottom", fontsize=9 if v.size <= 6 else MIN_FONT_PT
+                )
             )
         set_bar_heights(container, v)
     return container
@@ -492,7 +517,7 @@ def vector(
             f"{value:.2f}",
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=MIN_FONT_PT,
             color="black" if value > 0 else "white",
         )
     ax.set_yticks([])
@@ -614,13 +639,13 @@ def step_diagram(
     column(c, (0.925, 0.74, 0.06, 0.19), f"$c_{{{ts}}}$")
     if params:
         fig.text(0.02, 0.955, "score parameters (the same at every step)", fontsize=10)
-        spots = {"W_a": (0.02, 0.86), "v_a": (0.20, 0.86), "U_a": (0.02, 0.745)}
+        spots = {"W_a": (0.02, 0.86), "v_a": (0.215, 0.86), "U_a": (0.02, 0.745)}
         for name, m in params:
             m2 = m.reshape(-1, 1) if m.ndim == 1 else m
-            ax = fig.add_axes((*spots[name], 0.045 * m2.shape[1], 0.03 * m2.shape[0]))
+            ax = fig.add_axes((*spots[name], 0.055 * m2.shape[1], 0.03 * m2.shape[0]))
             vector(m2, ax, name="", vlim=lim)
             for txt in ax.texts:
-                txt.set_fontsize(8)
+                txt.set_fontsize(9)
             ax.set_xlabel(f"${name[0]}_a$", fontsize=10, labelpad=2)
     # Middle lane: scores and weights.
     image = column(s_prev, (0.04, 0.44, 0.07, 0.18), f"$s_{{{tm}}}$")
@@ -848,7 +873,10 @@ def heatmap_entropy(
         _, axes = plt.subplots(
             1,
             2,
-            figsize=(2.6 + 0.5 * T_x, 1.0 + 0.42 * T_y),
+            figsize=(
+                2.6 + _cell_size(T_x, 0.5, 2.8) * T_x,
+                1.0 + _row_size(_cell_size(T_x, 0.5, 2.8), 0.42) * T_y,
+            ),
             layout="constrained",
             width_ratios=[max(T_x, 3), 3],
         )

@@ -6,8 +6,9 @@ Rows, in four groups (``python bench/bench_translation.py [GROUP ...]`` runs som
     Corpus BLEU (sacrebleu, every reference of each source) on the held-out test split
     for the shipped attention checkpoint, greedy (k = 1) and beam search (k = 5), each
     ``<unk>`` scored as one wrong word (and, for scale, as the three tokens sacrebleu makes of
-    the text ``<unk>``); the no-attention baseline's BLEU (k = 5); attention's margin over the baseline overall and
-    in every source-length bucket; and beam search's gain over greedy decoding.
+    the text ``<unk>``); the no-attention baseline's BLEU (k = 5); attention's margin over
+    the baseline overall and in every source-length bucket; and beam search's gain over
+    greedy decoding.
 ``retrain`` (opt-in: ``BENCH_RETRAIN=1``, or ``BENCH_RETRAIN=all`` for the short-sentence
     models too)
     ``attnlib.translation.retrain(name)`` in a fresh subprocess per shipped model:

@@ -152,7 +152,8 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(name):
     leaked = sorted(s for s in secrets if s in text)
     assert not leaked, f"{name}.ipynb shows {leaked[:3]}"
     nb = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4)
-    assert f'grader = student_notebook("{name}.ipynb")' in nb.cells[0].source
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert f'grader = student_notebook("{name}.ipynb")' in first_code.source
     assert all(not re.search(r"hidden=True", t) for t in nb.metadata["otter"]["tests"].values())
 
 
@@ -173,8 +174,19 @@ def test_shipped_public_checks_are_up_to_date_and_hold_no_hidden_test(built, nam
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_first_cell_installs_what_the_checks_need_where_it_is_missing(name):
-    first = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4).cells[0]
+def test_the_title_comes_first_and_the_set_up_cell_is_the_first_code(name):
+    # the page (and the notebook) opens with its title; the set-up still runs before any code
+    cells = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4).cells
+    assert cells[0].cell_type == "markdown"
+    assert re.match(r"\(ex-[\w-]+\)=\n# Exercise \d: ", cells[0].source), cells[0].source[:80]
+    assert cells[1].cell_type == "code"
+    assert "student_notebook(" in cells[1].source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_first_code_cell_installs_what_the_checks_need_where_it_is_missing(name):
+    cells = nbformat.read(EXERCISES / f"{name}.ipynb", as_version=4).cells
+    first = next(c for c in cells if c.cell_type == "code")
     assert first.metadata.get("editable") is False
     assert first.metadata.get("deletable") is False
     config = yaml.safe_load((ROOT / "_config.yml").read_text())

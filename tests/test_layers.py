@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "claims": 0,  # claims checked against their evidence
     "data": 0,  # the English-French pairs, shipped as package data (no code)
     "scoring": 0,  # BLEU and chrF of translations (sacrebleu)
+    "bundle": 1,  # the zip of every notebook that the site offers as a download (uses colab)
     # built on the ground
     "__init__": 1,
     "plots": 1,
@@ -34,6 +35,7 @@ LAYERS: dict[str, int] = {
     "tatoeba": 3,  # the English-French pairs: reading, normalising, tokenising, splitting, batches
     "translation": 4,  # the English-French model: recipe, training, translating, BLEU
     "widgets": 2,
+    "explorable": 1,  # the in-browser explorables (anywidget), on the numpy reference
     # what reads trained models
     "importance": 3,
     "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention

@@ -137,3 +137,58 @@ def test_step_diagram_shows_the_score_parameters_when_given():
     by_label = {ax.get_xlabel(): ax for ax in fig.axes}
     for name, m in (("$W_a$", W_a), ("$U_a$", U_a), ("$v_a$", v_a.reshape(-1, 1))):
         np.testing.assert_array_equal(by_label[name].images[0].get_array(), m)
+
+
+# The website shows a figure at its natural size only up to its text column (about 650 px at a
+# 1280 px window, 100 dpi): a wider one is scaled down, its text with it (issue 16, item 4).
+COLUMN_INCHES = 6.5
+#: The smallest text a figure may draw (points): 8 pt is 11 px at 100 dpi.
+SMALLEST_FONT_PT = 8
+
+
+def _texts(fig):
+    """Every piece of text in a figure: tick labels, titles, axis labels, annotations."""
+    return [t for t in fig.findobj(lambda a: hasattr(a, "get_fontsize")) if t.get_text().strip()]
+
+
+def _drawn(fig):
+    fig.canvas.draw()  # constrained layout and tick labels exist only once drawn
+    return fig
+
+
+@pytest.mark.parametrize("T_x", [3, 8, 21, 31])
+def test_heatmaps_fit_the_column_for_any_source_length(T_x):
+    rng = np.random.default_rng(T_x)
+    alpha = rng.dirichlet(np.ones(T_x), size=T_x - 1)
+    src, out = [f"x{i}" for i in range(T_x)], [f"y{t}" for t in range(T_x - 1)]
+    for fig in (
+        plots.heatmap(alpha, src, out).figure,
+        plots.heatmap_entropy(alpha, src, out)[0].figure,
+    ):
+        width, height = fig.get_size_inches()
+        assert width <= COLUMN_INCHES, f"T_x={T_x}: a figure {width:.2f} in wide"
+        # the rows keep room for one line of tick labels each (10 pt is 0.14 in)
+        assert (height - 1.0) / (T_x - 1) >= 0.15, f"T_x={T_x}: rows {height:.2f} in in all"
+
+
+def test_small_heatmaps_keep_their_size():
+    """Growing with T_x stops only at the column: a 3-position heatmap is not squeezed."""
+    narrow = plots.heatmap(np.full((2, 3), 1 / 3)).figure.get_size_inches()[0]
+    wider = plots.heatmap(np.full((2, 6), 1 / 6)).figure.get_size_inches()[0]
+    assert wider - narrow == pytest.approx(3 * 0.55)
+
+
+def test_no_text_smaller_than_the_floor():
+    """Every text the figures of the course draw is at least 8 pt."""
+    figures = [
+        plots.heatmap(np.full((3, 4), 0.25), annotate=True).figure,
+        plots.heatmap_entropy(np.full((3, 25), 0.04))[0].figure,
+        plots.bars(np.linspace(0, 1, 12), annotate=True).patches[0].figure,
+        plots.unit_bar(np.full(4, 0.25), list("abcd"))[0].figure,
+        _step_figure(W_a=np.ones((2, 3)), U_a=np.ones((2, 5)), v_a=np.ones(2)),
+    ]
+    for fig in figures:
+        sizes = {t.get_text(): t.get_fontsize() for t in _texts(_drawn(fig))}
+        small = {text: size for text, size in sizes.items() if size < SMALLEST_FONT_PT}
+        assert sizes, "no text found"
+        assert not small, f"text smaller than {SMALLEST_FONT_PT} pt: {small}"

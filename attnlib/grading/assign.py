@@ -52,6 +52,29 @@ def _set_init_cell(nb: Any, name: str, url: str, branch: str) -> None:
     first.source = install_cell(name, url=url, branch=branch)
 
 
+def _title_first(nb: Any, name: str) -> None:
+    """Put the title cell above otter's init cell, which stays the first code cell.
+
+    otter assign writes its init cell at the very top, above the title: a reader of the
+    website or of the notebook would meet code before knowing what the exercise is.
+    The init cell still runs first: nothing before it is code.
+    """
+    k = next(
+        (
+            i
+            for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "markdown"
+            and any(line.startswith("# ") for line in cell.source.splitlines())
+        ),
+        None,
+    )
+    if k is None:
+        raise RuntimeError(f"{name}: no markdown cell with a '# ' title")
+    if any(cell.cell_type == "code" for cell in nb.cells[1:k]):
+        raise RuntimeError(f"{name}: code other than the init cell comes before the title")
+    nb.cells.insert(0, nb.cells.pop(k))
+
+
 def build(
     sources: Path | None = None,
     students: Path | None = None,
@@ -119,6 +142,7 @@ def build(
                 )
             nb = nbformat.read(dist / "student" / f"{name}.ipynb", as_version=4)
             _set_init_cell(nb, name, url, branch)
+            _title_first(nb, name)
             student = students / f"{name}.ipynb"
             nbformat.write(_normalise_student(nb, name), student)
             checks.mkdir(parents=True, exist_ok=True)
@@ -129,5 +153,6 @@ def build(
             (out / "solutions").mkdir(parents=True, exist_ok=True)
             solved = nbformat.read(dist / "autograder" / f"{name}.ipynb", as_version=4)
             _set_init_cell(solved, name, url, branch)
+            _title_first(solved, name)
             nbformat.write(_normalise_student(solved, name), out / "solutions" / f"{name}.ipynb")
     return written

@@ -1,6 +1,6 @@
 """The ``grader`` of each exercise notebook, where the notebook is and where it is not (Colab).
 
-Learner side: imported by the first cell of every exercise notebook. It needs
+Learner side: imported by the first code cell of every exercise notebook. It needs
 otter-grader (``attnlib[exercises]``) for ``grader.check``, and nothing of the
 instructor's side.
 """

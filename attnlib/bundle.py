@@ -1,0 +1,224 @@
+"""The course as one download: every chapter and exercise notebook in a zip, with one set-up line.
+
+``make book`` builds the website and then this zip into it
+(``_build/html/attention-course-notebooks.zip``); the introduction links it. The zip holds
+the notebooks of ``_toc.yml`` in their folders (``chapters/``, ``exercises/``), without
+outputs, and a ``README.md`` whose one set-up line installs what they import: the course
+package from the repository, as the chapters' Colab install cell does (:mod:`attnlib.colab`),
+with the exercises' checks (otter-grader), myst-nb (the chapters ``glue`` their numbers) and
+JupyterLab to open them. The zip is reproducible: the same notebooks give the same bytes.
+
+Examples
+--------
+>>> from attnlib import bundle
+>>> bundle.setup_line(url="https://github.com/o/r", branch="main")
+'pip install jupyterlab myst-nb "attnlib[exercises] @ git+https://github.com/o/r@main"'
+
+See Also
+--------
+The introduction (intro.md), "Where to start"; :mod:`attnlib.colab` for the install cell.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["FOLDER", "NAME", "build", "clean_notebook", "setup_line", "toc_notebooks"]
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+NAME = "attention-course-notebooks.zip"
+"""The zip's file name, in the site's root folder next to ``intro.html``."""
+
+FOLDER = "attention-course"
+"""The one folder the zip unpacks into."""
+
+#: Every entry's timestamp (the earliest a zip can store): the bytes do not depend on the day.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def toc_notebooks(root: Path | None = None) -> list[Path]:
+    """The notebooks ``_toc.yml`` lists, in reading order, as paths relative to ``root``.
+
+    Parameters
+    ----------
+    root : Path, optional
+        The book's folder (default: the repository).
+
+    Returns
+    -------
+    list of Path
+        e.g. ``chapters/01_symbols.ipynb``, ..., ``exercises/06_decoding.ipynb``; pages that
+        are Markdown (``intro``, ``chapters/glossary``, ``exercises/index``) are left out.
+    """
+    import yaml
+
+    root = Path(root or _ROOT)
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    found: list[Path] = []
+
+    def visit(entries: Sequence[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                path = Path(entry["file"]).with_suffix(".ipynb")
+                if (root / path).is_file():
+                    found.append(path)
+            visit(entry.get("sections", []))
+            visit(entry.get("chapters", []))
+
+    visit([{"file": toc["root"]}, *toc.get("parts", []), *toc.get("chapters", [])])
+    return found
+
+
+def setup_line(*, url: str | None = None, branch: str | None = None) -> str:
+    """The one shell line that installs what every notebook of the zip imports.
+
+    Parameters
+    ----------
+    url, branch : str, optional
+        The course repository (default: ``repository.url`` and ``.branch`` of ``_config.yml``).
+
+    Returns
+    -------
+    str
+        ``pip install jupyterlab myst-nb "attnlib[exercises] @ git+URL@BRANCH"``.
+    """
+    from attnlib.colab import repository
+
+    if url is None or branch is None:
+        config_url, config_branch = repository()
+        url, branch = url or config_url, branch or config_branch
+    return f'pip install jupyterlab myst-nb "attnlib[exercises] @ git+{url}@{branch}"'
+
+
+def clean_notebook(text: str) -> str:
+    """A notebook's JSON without outputs, execution counts or saved widget state.
+
+    Outputs are what would carry the machine a notebook last ran on: paths in warnings
+    and tracebacks, timings, figures. The cells' sources and ids are kept as they are.
+
+    Parameters
+    ----------
+    text : str
+        The notebook file's text.
+
+    Returns
+    -------
+    str
+        The cleaned notebook, laid out as the repository stores notebooks (indent 1,
+        UTF-8 as is, a trailing newline).
+    """
+    nb = json.loads(text)
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    nb.get("metadata", {}).pop("widgets", None)
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
+def _title(text: str) -> str:
+    """The first ``# `` heading of a notebook's Markdown cells ("" where there is none)."""
+    for cell in json.loads(text).get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            for line in "".join(cell.get("source", "")).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def _readme(notebooks: Sequence[tuple[Path, str]], line: str) -> str:
+    listing = "\n".join(f"- `{path.as_posix()}`: {title}" for path, title in notebooks)
+    return f"""# Attention, run and checked: the notebooks
+
+Every chapter and exercise of the course, to run in your own Jupyter. Set up once, in a fresh
+virtual environment with Python 3.11 (3.10 or newer), from this folder:
+
+```
+{line}
+```
+
+(on Linux without a GPU, add `--extra-index-url https://download.pytorch.org/whl/cpu` for a much
+smaller torch), then run `jupyter lab` here and open the notebooks in the order below. The first
+code cell of each notebook installs the course package only where it is missing, so on your
+machine it does nothing. The exercises check your answers cell by cell (`grader.check`).
+
+{listing}
+"""
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(f"{FOLDER}/{name}", date_time=_EPOCH)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def build(out: Path, root: Path | None = None, *, line: str | None = None) -> Path:
+    """Write the zip of the course's notebooks to ``out``.
+
+    Parameters
+    ----------
+    out : Path
+        The zip to write (its folder is made where missing).
+    root : Path, optional
+        The book's folder (default: the repository).
+    line : str, optional
+        The set-up line of the README (default: :func:`setup_line`).
+
+    Returns
+    -------
+    Path
+        ``out``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``_toc.yml`` lists no notebook.
+    """
+    root = Path(root or _ROOT)
+    out = Path(out)
+    notebooks = toc_notebooks(root)
+    if not notebooks:
+        raise FileNotFoundError(f"{root / '_toc.yml'} lists no notebook")
+    cleaned = [
+        (path, clean_notebook((root / path).read_text(encoding="utf-8"))) for path in notebooks
+    ]
+    readme = _readme([(path, _title(text)) for path, text in cleaned], line or setup_line())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    with zipfile.ZipFile(partial, "w") as zf:
+        zf.writestr(_entry("README.md"), readme)
+        for path, text in cleaned:
+            zf.writestr(_entry(path.as_posix()), text)
+    partial.replace(out)  # a reader never sees half a zip
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m attnlib.bundle [OUT]`` (``make bundle``, part of ``make book``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m attnlib.bundle",
+        description="Zip every chapter and exercise notebook with a one-line set-up.",
+    )
+    parser.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=_ROOT / "_build" / "html" / NAME,
+        help=f"the zip to write (default: _build/html/{NAME})",
+    )
+    args = parser.parse_args(argv)
+    path = build(args.out)
+    sys.stdout.write(f"wrote {path}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,289 @@
+"""The page shell of the built website on a phone (390 px) and a desktop (1280 px), light and dark.
+
+What ``_ext/static/site_shell.js`` and ``_ext/static/offline_site.css`` promise, checked in headless
+Chromium with the network cut (the fixtures and :class:`PageVisit` of ``tests/test_site.py``):
+
+- the navigation (left sidebar) and Contents (page table of contents) toggles show and hide
+  their sidebar, at both widths and in both colour modes, and report it in ``aria-expanded``;
+- axe-core finds no serious or critical violation in dark mode at 1280 px nor in light mode at
+  390 px, on every exercise page and a few chapters (``tests/test_site.py`` runs axe in light
+  mode at 1280 px on every page);
+- at 390 px no display equation reaches outside the text column (a formula may scroll inside its
+  own box) and no equation number overlaps its formula;
+- printing opens the dropdowns that hold the answers;
+- "Live Code" (thebe), clicked offline, says it needs the internet and Binder instead of
+  spinning forever.
+
+Build the site first (``make book``); every test here skips when there is no built site.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+# The fixtures `browser` and `server` are used by name: importing them makes them available here.
+from test_site import (
+    AXE,
+    FAILING_IMPACTS,
+    PAGES,
+    RUN_AXE,
+    SITE,
+    WAIT_FOR_MATHJAX,
+    PageVisit,
+    browser,
+    server,
+)
+
+__all__ = ["browser", "server"]  # re-exported fixtures (keeps linters from dropping the import)
+
+pytestmark = pytest.mark.slow  # needs the built site: `make book` is the slow part
+
+PHONE, DESKTOP = 390, 1280
+MODES = ("light", "dark")
+
+
+def _need_site() -> None:
+    if not PAGES:
+        pytest.skip(f"no built site in {SITE}: run `make book` first")
+
+
+def _html(rel: str) -> str:
+    return (SITE / rel).read_text(encoding="utf-8")
+
+
+def exercise_pages() -> list[str]:
+    return [p for p in PAGES if re.fullmatch(r"exercises/\d\d_[^/]+\.html", p)]
+
+
+def math_pages() -> list[str]:
+    """Pages with at least one display equation."""
+    return [p for p in PAGES if '<div class="math notranslate' in _html(p)]
+
+
+def dropdown_pages() -> list[str]:
+    return [p for p in PAGES if "sd-dropdown" in _html(p)]
+
+
+def toc_page() -> str:
+    """A numbered chapter with section headings, hence a Contents sidebar."""
+    pages = [p for p in math_pages() if p.startswith("chapters/") and 'class="page-toc' in _html(p)]
+    return pages[0] if pages else "<none>"
+
+
+def axe_sample() -> list[str]:
+    """Every exercise page, the first chapter with equations and the first with dropdowns."""
+    sample = exercise_pages()
+    for extra in (math_pages(), dropdown_pages()):
+        chapters = [p for p in extra if p.startswith("chapters/") and p not in sample]
+        sample += chapters[:1]
+    return sample or ["<none>"]
+
+
+def open_page(browser: Any, server: str, rel: str, width: int, mode: str) -> PageVisit:
+    """``rel`` opened offline at ``width`` px in colour ``mode`` (as if chosen with the button)."""
+    visit = PageVisit(browser, server, rel)
+    visit.page.set_viewport_size({"width": width, "height": 844 if width == PHONE else 900})
+    # The theme reads the reader's choice from localStorage before it draws the page.
+    visit.context.add_init_script(
+        f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');"
+    )
+    visit.page.goto(server + rel, wait_until="load", timeout=120_000)
+    visit.page.evaluate(WAIT_FOR_MATHJAX)
+    theme = visit.page.evaluate("document.documentElement.dataset.theme")
+    assert theme == mode, f"{rel}: expected the page in {mode} mode, it is in {theme} mode"
+    return visit
+
+
+# --------------------------------------------------------------------------- toggles
+
+#: What each toggle shows: the site's navigation, the page's table of contents.
+SIDEBAR_CONTENT = {"primary": "nav.bd-docs-nav", "secondary": "nav.page-toc"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("width", [PHONE, DESKTOP])
+@pytest.mark.parametrize("kind", ["primary", "secondary"])
+def test_sidebar_toggle_shows_and_hides_its_sidebar(
+    browser: Any, server: str, kind: str, width: int, mode: str
+) -> None:
+    _need_site()
+    rel = toc_page()
+    assert rel != "<none>", "no chapter with equations and a table of contents to test on"
+    visit = open_page(browser, server, rel, width, mode)
+    page = visit.page
+    try:
+        toggle = page.locator(f".bd-header-article .{kind}-toggle")
+        content = page.locator(SIDEBAR_CONTENT[kind])
+        assert toggle.count() == 1, f"expected one {kind} toggle in the article header"
+        assert toggle.is_visible(), f"{kind} toggle not visible at {width} px"
+
+        def shown() -> bool:
+            return content.count() == 1 and content.is_visible()
+
+        def expanded() -> str | None:
+            return toggle.get_attribute("aria-expanded")
+
+        if width == PHONE:
+            # Sidebars start hidden; the toggle opens one as a dialog; Escape closes it.
+            assert not shown(), f"{kind} sidebar visible before the toggle is clicked"
+            assert expanded() == "false"
+            toggle.click()
+            page.wait_for_timeout(400)
+            assert shown(), f"clicking the {kind} toggle at {width} px did not show its sidebar"
+            assert expanded() == "true"
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(400)
+            assert not shown(), f"Escape did not close the {kind} sidebar at {width} px"
+            assert expanded() == "false"
+        else:
+            # Both sidebars start as columns; the toggle hides and shows the column.
+            assert shown(), f"{kind} sidebar not visible at {width} px before any click"
+            assert expanded() == "true"
+            toggle.click()
+            page.wait_for_timeout(600)  # the theme animates the left sidebar out
+            assert not shown(), f"clicking the {kind} toggle at {width} px did not hide it"
+            assert expanded() == "false"
+            toggle.click()
+            page.wait_for_timeout(600)
+            assert shown(), f"a second click on the {kind} toggle did not show it again"
+            assert expanded() == "true"
+            dialog = page.locator(f"#pst-{kind}-sidebar-modal")
+            assert not dialog.evaluate("d => d.open"), "a dialog opened on a wide screen"
+    finally:
+        visit.close()
+    assert not visit.problems, "\n".join(visit.problems)
+
+
+# --------------------------------------------------------------------------- accessibility
+
+
+@pytest.mark.parametrize(("mode", "width"), [("dark", DESKTOP), ("light", PHONE)])
+@pytest.mark.parametrize("rel", axe_sample())
+def test_no_serious_accessibility_violations(
+    browser: Any, server: str, rel: str, mode: str, width: int
+) -> None:
+    _need_site()
+    assert rel != "<none>", "no pages to check"
+    visit = open_page(browser, server, rel, width, mode)
+    try:
+        visit.page.wait_for_load_state("networkidle", timeout=30_000)
+        assert AXE.is_file(), f"expected axe-core at {AXE}: run `npm ci` (make book does)"
+        visit.page.add_script_tag(path=str(AXE))
+        violations = visit.page.evaluate(RUN_AXE, list(FAILING_IMPACTS))
+    finally:
+        visit.close()
+    found = [f"({v['impact']}) {v['id']}: {v['help']} at {v['nodes']}" for v in violations]
+    assert not found, f"{rel}, {mode} mode, {width} px:\n  " + "\n  ".join(found)
+
+
+# --------------------------------------------------------------------------- equations on a phone
+
+#: For every display equation: is the formula inside the text column, does it scroll inside its
+#: own box when wider, and does its number (Sphinx's span.eqno) stay clear of it?
+EQUATIONS_REPORT = """
+() => {
+  const column = document.querySelector('article.bd-article').getBoundingClientRect();
+  const out = [];
+  document.querySelectorAll('div.math').forEach((div, i) => {
+    const jax = div.querySelector('mjx-container');
+    if (!jax) { out.push({i, problem: 'not typeset'}); return; }
+    const box = jax.getBoundingClientRect();
+    const text = (div.id || div.textContent.trim()).slice(0, 60);
+    const problems = [];
+    if (box.left < column.left - 0.5 || box.right > column.right + 0.5 ||
+        box.right > window.innerWidth + 0.5) {
+      problems.push(`formula box ${Math.round(box.left)}..${Math.round(box.right)} px outside ` +
+                    `the column ${Math.round(column.left)}..${Math.round(column.right)} px`);
+    }
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(jax).overflowX);
+    if (jax.scrollWidth > jax.clientWidth + 1 && !scrolls) {
+      problems.push(`formula ${jax.scrollWidth} px wide in a ${jax.clientWidth} px box ` +
+                    'that does not scroll');
+    }
+    // What is drawn: the formula's content, clipped to its box.
+    const inner = jax.firstElementChild ? jax.firstElementChild.getBoundingClientRect() : box;
+    const drawn = {left: Math.max(box.left, inner.left), right: Math.min(box.right, inner.right),
+                   top: Math.max(box.top, inner.top), bottom: Math.min(box.bottom, inner.bottom)};
+    const eqno = div.querySelector('span.eqno');
+    if (eqno) {
+      const n = eqno.getBoundingClientRect();
+      const overlap = Math.min(n.right, drawn.right) - Math.max(n.left, drawn.left);
+      const vertical = Math.min(n.bottom, drawn.bottom) - Math.max(n.top, drawn.top);
+      if (overlap > 0.5 && vertical > 0.5) {
+        problems.push(`equation number overlaps the formula by ${Math.round(overlap)} px`);
+      }
+    }
+    if (problems.length) out.push({i, text, problem: problems.join('; ')});
+  });
+  return out;
+}
+"""
+
+
+@pytest.mark.parametrize("rel", math_pages() or ["<none>"])
+def test_equations_fit_the_column_on_a_phone(browser: Any, server: str, rel: str) -> None:
+    _need_site()
+    assert rel != "<none>", "no page with display equations"
+    visit = open_page(browser, server, rel, PHONE, "light")
+    try:
+        bad = visit.page.evaluate(EQUATIONS_REPORT)
+    finally:
+        visit.close()
+    assert not bad, f"{rel} at {PHONE} px:\n  " + "\n  ".join(
+        f"equation {b['i']} ({b.get('text', '')}): {b['problem']}" for b in bad
+    )
+
+
+# --------------------------------------------------------------------------- print
+
+
+def test_printed_page_opens_the_answers(browser: Any, server: str) -> None:
+    _need_site()
+    pages = dropdown_pages()
+    assert pages, "no page with dropdowns (answers) in the site"
+    rel = pages[0]
+    visit = open_page(browser, server, rel, DESKTOP, "light")
+    page = visit.page
+    answers = page.locator("details.sd-dropdown .sd-summary-content")
+    try:
+        n = answers.count()
+        assert n > 0, f"{rel}: expected dropdown answers"
+        on_screen = [answers.nth(i).is_visible() for i in range(n)]
+        assert not any(on_screen), f"{rel}: answers shown on screen before being opened"
+        page.emulate_media(media="print")
+        printed = [answers.nth(i).is_visible() for i in range(n)]
+    finally:
+        visit.close()
+    assert all(printed), f"{rel}: {printed.count(False)} of {n} answers hidden when printed"
+
+
+# --------------------------------------------------------------------------- Live Code offline
+
+
+def test_live_code_offline_says_what_it_needs(browser: Any, server: str) -> None:
+    _need_site()
+    pages = [p for p in exercise_pages() if "btn-launch-thebe" in _html(p)]
+    assert pages, "no exercise page with a Live Code button"
+    rel = pages[0]
+    visit = open_page(browser, server, rel, DESKTOP, "light")
+    page = visit.page
+    try:
+        page.locator(".dropdown-launch-buttons > button").click()
+        page.locator(".btn-launch-thebe").click()
+        note = page.locator(".site-thebe-unavailable")
+        note.wait_for(state="visible", timeout=25_000)
+        text = note.inner_text()
+        spinner = page.locator(".thebe-launch-button")
+        left_spinning = spinner.count() > 0 and spinner.is_visible()
+    finally:
+        visit.close()
+    assert "internet" in text, text
+    assert "Binder" in text, text
+    assert ".ipynb" in text, text
+    assert not left_spinning, f"{rel}: the 'Loading thebe' spinner is still shown"
+    # Offline, the only failure allowed is the blocked request for thebe itself.
+    others = [p for p in visit.problems if "thebe" not in p and "ERR_BLOCKED_BY_CLIENT" not in p]
+    assert not others, "\n".join(others)
