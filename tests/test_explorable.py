@@ -317,6 +317,7 @@ class Explorable:
     """The chapter page opened offline at one width and colour mode; ``root`` is the widget."""
 
     def __init__(self, chromium: Any, base: str, width: int, mode: str) -> None:
+        self.label = f"{width}px-{mode}"
         self.problems: list[str] = []
         self.context = chromium.new_context(
             viewport={"width": width, "height": 900}, service_workers="block"
@@ -471,7 +472,13 @@ def test_dragging_s_by_mouse_moves_the_figure(explorable_page: Explorable) -> No
         assert np.allclose(after["sliders"][:2], target, atol=0.051), (after["sliders"], target)
         _check_drawn(after, f"after a mouse drag to {target}")
         start = end
-    assert ex.figure_png() != png_before, "the figure did not change"
+    png_after = ex.figure_png()
+    # For review (not committed): the figure before and after the drag, per width and mode.
+    shots = ROOT / "tests" / "_artifacts" / "explorables"
+    shots.mkdir(parents=True, exist_ok=True)
+    (shots / f"attention_drag-{ex.label}-before.png").write_bytes(png_before)
+    (shots / f"attention_drag-{ex.label}-after.png").write_bytes(png_after)
+    assert png_after != png_before, "the figure did not change"
     assert after["data"]["alpha"] != before["data"]["alpha"]
     assert not ex.problems, ex.problems
 
