@@ -106,12 +106,16 @@ MEASURE = r"""
     }
   });
   // (3) deliberate errors: what the reader sees of each
+  // (a folded cell, tag hide-cell, is read as the reader sees it once opened, then closed again)
   article.querySelectorAll('div.cell.tag_raises-exception').forEach(cell => {
+    const folds = [...cell.querySelectorAll('details')].filter(d => !d.open);
+    folds.forEach(d => { d.open = true; });
     const pre = cell.querySelector('.cell_output .traceback pre') ||
                 cell.querySelector('.cell_output pre');
     out.errors.push(pre ? {text: pre.innerText.trim(),
                            cut: pre.scrollWidth > pre.clientWidth + 1 ||
                                 pre.scrollHeight > pre.clientHeight + 1} : null);
+    folds.forEach(d => { d.open = false; });
   });
   // (4) figures from cells (not a widget's live image)
   article.querySelectorAll('.cell_output img').forEach(img => {
