@@ -466,11 +466,15 @@ def decode_rows() -> list[dict]:
         _row("batch 1: tutorial's greedy loop (hidden = d_s), the same number of steps",
              round(ms["tutorial"], 3), "ms"),
     ]  # fmt: skip
-    for k in ("beam_search k=1", "Seq2Seq.greedy"):
-        out.append(
-            _row(f"batch-1 speed-up of {k} over the tutorial's model", round(ratio[k], 2), "×",
-                 f"≥ {BATCH1_SPEEDUP_GOAL:g}", ratio[k] >= BATCH1_SPEEDUP_GOAL)
-        )  # fmt: skip
+    k = "beam_search k=1"  # the translate widget's path: the goal is set on it
+    out.append(
+        _row(f"batch-1 speed-up of {k} (the translate widget's path) over the tutorial's model",
+             round(ratio[k], 2), "×", f"≥ {BATCH1_SPEEDUP_GOAL:g}", ratio[k] >= BATCH1_SPEEDUP_GOAL)
+    )  # fmt: skip
+    out.append(
+        _row("for scale: Seq2Seq.greedy (the batched loop returning padded tensors) over the "
+             "tutorial's model", round(ratio["Seq2Seq.greedy"], 2), "×")
+    )  # fmt: skip
     out += [
         _row("the same two speed-ups in CPU time (thread_time; less disturbed by load)",
              " / ".join(f"{b1['cpu_ratio'][k]:.2f}" for k in ("beam_search k=1",

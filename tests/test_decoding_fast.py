@@ -5,7 +5,10 @@ with k = 1 (``decoding._search``), a greedy loop written here the way ``Seq2Seq.
 written before it was sped up (every step masked and argmaxed over the whole vocabulary), the
 encoder's padded path (taken whenever gradients are on), and attention with an explicit mask.
 Equality is exact (``torch.equal``, ``==`` on floats) wherever the two paths do the same
-arithmetic; ``torch.logsumexp`` is the one reference met up to rounding.
+arithmetic; ``torch.logsumexp`` is met up to rounding, and so is the one-sentence path of
+``beam_search`` with k = 1 (the translate widget's), which rearranges the course model's
+arithmetic for a single sentence: there the tokens must be the same and the numbers within
+float32 rounding.
 """
 
 from __future__ import annotations
@@ -103,6 +106,25 @@ def _same(a: decoding.Decoded, b: decoding.Decoded) -> None:
         assert torch.equal(a.alpha, b.alpha)
 
 
+def _close(a: decoding.Decoded, b: decoding.Decoded, tol: float = 1e-5) -> None:
+    """``_same`` up to float32 rounding: the one-sentence path sums in another order."""
+    assert len(a.kbest) == len(b.kbest) == 1
+    assert a.tokens == b.tokens
+    assert a.finished == b.finished
+    assert a.log_prob == pytest.approx(b.log_prob, rel=tol, abs=tol)
+    assert a.score == pytest.approx(b.score, rel=tol, abs=tol)
+    if a.alpha is None or b.alpha is None:
+        assert a.alpha is None
+        assert b.alpha is None
+    else:
+        assert a.alpha.shape == b.alpha.shape
+        torch.testing.assert_close(a.alpha, b.alpha, rtol=0, atol=tol)
+
+
+def _one_sentence_path(model: Seq2Seq, src: Tensor) -> bool:
+    return bool(decoding._fast_applies(model, src))
+
+
 # --------------------------------------------------------------------------- k = 1 fast path
 @pytest.mark.parametrize("decoder", DECODERS)
 @settings(max_examples=10, deadline=None)
@@ -120,8 +142,11 @@ def test_k1_fast_path_is_the_general_search_with_k1(
     fast = beam_search(model, src, k=1, max_len=max_len, length_alpha=length_alpha)
     slow = _general_k1(model, src, max_len=max_len, length_alpha=length_alpha)
     assert len(fast) == len(slow) == len(lengths)
+    # one sentence of the course's Bahdanau model: the one-sentence path, equal up to rounding
+    assert _one_sentence_path(model, src) == (len(lengths) == 1 and decoder == "bahdanau")
+    check = _close if _one_sentence_path(model, src) else _same
     for a, b in zip(fast, slow, strict=True):
-        _same(a, b)
+        check(a, b)
 
 
 def test_k1_fast_path_without_attention_returns_no_alpha() -> None:
@@ -134,16 +159,91 @@ def test_k1_fast_path_without_attention_returns_no_alpha() -> None:
 
 
 @pytest.mark.parametrize("max_len", [1, 14])
-def test_k1_cuts_unfinished_outputs_at_max_len_like_the_general_search(max_len: int) -> None:
+@pytest.mark.parametrize("lengths", [[4, 2, 6], [5]])
+def test_k1_cuts_unfinished_outputs_at_max_len_like_the_general_search(
+    max_len: int, lengths: list[int]
+) -> None:
     for seed in range(4):
-        model, src = _model("bahdanau", seed), _src([4, 2, 6], seed)
+        model, src = _model("bahdanau", seed), _src(lengths, seed)
+        beam_search(model, src, k=1)  # the one-sentence path lays out the weights once ...
         with torch.no_grad():
-            model.decoder.W_y.bias[EOS_ID] = -1e4  # never <eos>: every output is cut
+            model.decoder.W_y.bias[EOS_ID] = -1e4  # ... then never <eos>: every output is cut
         fast = beam_search(model, src, k=1, max_len=max_len)
+        check = _close if _one_sentence_path(model, src) else _same
         for a, b in zip(fast, _general_k1(model, src, max_len=max_len), strict=True):
-            _same(a, b)
+            check(a, b)
             assert not a.finished
             assert a.best.steps == max_len
+
+
+# --------------------------------------------------------------------------- one sentence
+def test_one_sentence_path_is_taken_only_for_the_course_model_on_one_sentence() -> None:
+    model = _model("bahdanau", 1)
+    assert _one_sentence_path(model, _src([3]))
+    assert not _one_sentence_path(model, _src([3, 2]))  # a batch: the general path
+    for other in ("luong", "none"):
+        assert not _one_sentence_path(_model(other, 1), _src([3]))
+    dot = make_seq2seq(V_SRC, V_TGT, score="dot", seed=1, emb=8, hidden=5, d_s=10, d_a=7)
+    assert not _one_sentence_path(dot, _src([3]))
+    plain = make_seq2seq(V_SRC, V_TGT, encoder="embedding", seed=1, **TINY)  # type: ignore[arg-type]
+    assert not _one_sentence_path(plain, _src([3]))
+    patched = _model("bahdanau", 1)
+    patched.decoder.step = patched.decoder.step  # type: ignore[method-assign]
+    assert not _one_sentence_path(patched, _src([3]))
+
+
+@pytest.mark.parametrize("s0", ["final", "backward"])
+@pytest.mark.parametrize("seed", range(6))
+def test_one_sentence_path_gives_the_batched_result(s0: str, seed: int) -> None:
+    """Each sentence alone (one-sentence path) against the same sentences in one batch."""
+    model = make_seq2seq(V_SRC, V_TGT, seed=seed, s0=s0, **TINY)  # type: ignore[arg-type]
+    with torch.no_grad():
+        model.decoder.W_y.weight.mul_(4.0)
+    lengths = [1, 3, 6, 2]
+    src = _src(lengths, seed)
+    batched = beam_search(model.eval(), src, k=1)
+    for b, n in enumerate(lengths):
+        one = src[b : b + 1, : n + 1]  # its own length: no padding
+        assert _one_sentence_path(model, one)
+        [alone] = beam_search(model, one, k=1)
+        _close(alone, batched[b])
+        padded = src[b : b + 1]  # the same sentence with the batch's trailing <pad>
+        [alone_padded] = beam_search(model, padded, k=1)
+        _close(alone_padded, batched[b])
+
+
+def test_one_sentence_path_follows_every_change_of_the_weights() -> None:
+    model, src = _model("bahdanau", 2), _src([4], 2)
+    before = beam_search(model, src, k=1)[0]
+    # in place (what an optimiser step and load_state_dict do)
+    with torch.no_grad():
+        model.decoder.W_y.bias[EOS_ID] = -1e4
+        model.encoder.gru_backward.weight_hh_l0.mul_(-1.0)
+    _close(beam_search(model, src, k=1)[0], _general_k1(model, src)[0])
+    assert beam_search(model, src, k=1)[0].log_prob != pytest.approx(before.log_prob, abs=1e-3)
+    # a new parameter object in place of the old one
+    new = torch.nn.Parameter(torch.randn_like(model.decoder.embedding.weight))
+    model.decoder.embedding.weight = new
+    _close(beam_search(model, src, k=1)[0], _general_k1(model, src)[0])
+    # a whole other state
+    other = _model("bahdanau", 3)
+    model.load_state_dict(other.state_dict())
+    _close(beam_search(model, src, k=1)[0], _general_k1(other, src)[0])
+
+
+@pytest.mark.parametrize(
+    ("src", "message"),
+    [
+        (torch.tensor([[3, 99, EOS_ID]]), "outside the vocabulary"),
+        (torch.tensor([[PAD_ID, PAD_ID]]), "empty"),
+        (torch.tensor([[3, PAD_ID, 4]]), "padding must come after"),
+        (torch.tensor([[3.0, 4.0]]), "integer token ids"),
+    ],
+)
+def test_one_sentence_path_keeps_the_models_input_checks(src: Tensor, message: str) -> None:
+    model = _model("bahdanau", 0)
+    with pytest.raises((ValueError, TypeError), match=message):
+        beam_search(model, src, k=1)
 
 
 # --------------------------------------------------------------------------- Seq2Seq.greedy

@@ -315,3 +315,25 @@ def test_evaluate_bleu_scores_unk_as_asked() -> None:
     ]
     with pytest.raises(ValueError, match="unk must be one of"):
         tr.evaluate_bleu(trained.model, data, "test", unk="keep")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_one_sentence_at_a_time_translates_every_test_source_as_the_batch_does() -> None:
+    """The translate widget's path (one sentence, k = 1) against batches of 256 (the general
+    path), on the shipped model and the whole test split: the same words, and log p and α
+    equal up to float32 rounding."""
+    from attnlib import decoding
+
+    trained = tr.load("attention")
+    model, data = trained.model, trained.data
+    sources = data.sources("test")
+    batched = tr.decode(model, data, sources, 1, return_attention=True)
+    for text, want in zip(sources, batched, strict=True):
+        src = torch.tensor([tb.encode(tb.tokenise(text, "en"), data.src_vocab)])
+        assert decoding._fast_applies(model, src)
+        [got] = decoding.beam_search(model, src, 1)
+        assert got.tokens == want.tokens, text
+        assert got.finished == want.finished
+        assert got.log_prob == pytest.approx(want.log_prob, abs=1e-4)
+        assert got.alpha is not None and want.alpha is not None
+        torch.testing.assert_close(got.alpha, want.alpha, rtol=0, atol=1e-5)
