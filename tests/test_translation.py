@@ -335,5 +335,6 @@ def test_one_sentence_at_a_time_translates_every_test_source_as_the_batch_does()
         assert got.tokens == want.tokens, text
         assert got.finished == want.finished
         assert got.log_prob == pytest.approx(want.log_prob, abs=1e-4)
-        assert got.alpha is not None and want.alpha is not None
+        assert got.alpha is not None
+        assert want.alpha is not None
         torch.testing.assert_close(got.alpha, want.alpha, rtol=0, atol=1e-5)
