@@ -13,12 +13,8 @@ in one sandboxed run, as an instructor would.
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import re
-import shutil
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,8 +27,8 @@ from attnlib.grading.questions import EXERCISES
 from attnlib.grading.questions import ex6_decoding as ex6
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 from conftest import EXERCISES as EXERCISE_DIR
-from conftest import ROOT, SOLUTIONS
-from fixtures.variants import materialise
+from conftest import ROOT
+from fixtures.variants import full_marks_kept, grade_class
 from fixtures.variants_decoding import BEAM, EXERCISE, GREEDY, VARIANTS
 
 SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
@@ -476,36 +472,15 @@ def test_the_hidden_cases_depend_on_the_seed_only():
 
 
 # --------------------------------------------------------------------------- every variant, graded
-def _place(notebook: Path, subs: Path, student: str) -> None:
-    (subs / student).mkdir(parents=True)
-    shutil.copyfile(notebook, subs / student / f"{EXERCISE}.ipynb")
-
-
 @pytest.fixture(scope="module")
 def gradebook(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ex6")
-    subs = tmp / "submissions"
-    students = {materialise(v, subs).parent.name: v for v in VARIANTS}
-    assert len(students) == len(VARIANTS)
-    _place(SOLUTIONS / f"{EXERCISE}.ipynb", subs, "solution")
-    _place(EXERCISE_DIR / f"{EXERCISE}.ipynb", subs, "blank")
-    start = time.perf_counter()
-    grader.grade(subs, tmp / "gradebook.csv", seed=SEED, jobs=2)
-    seconds = time.perf_counter() - start
-    with open(tmp / "gradebook.csv", newline="") as f:
-        rows = {(r["student"], r["question"].split(":")[1]): r for r in csv.DictReader(f)}
-    return students, rows, seconds
+    return grade_class(VARIANTS, EXERCISE, tmp_path_factory.mktemp("ex6"), SEED)
 
 
 @pytest.mark.slow
 def test_every_mutant_loses_points_on_its_question(gradebook):
-    students, rows, _ = gradebook
-    kept = [
-        f"{s}: {v.why} -> {rows[s, v.question]['score']}/{rows[s, v.question]['total']}"
-        for s, v in students.items()
-        if v.kind == "mutant"
-        and float(rows[s, v.question]["score"]) >= float(rows[s, v.question]["total"])
-    ]
+    students, rows = gradebook
+    kept = full_marks_kept(students, rows)
     assert not kept, "\n".join(kept)
     for q in QUESTIONS:
         assert sum(v.kind == "mutant" and v.question == q for v in students.values()) >= 10
@@ -518,7 +493,7 @@ def test_every_mutant_loses_points_on_its_question(gradebook):
 
 @pytest.mark.slow
 def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(gradebook):
-    students, rows, _ = gradebook
+    students, rows = gradebook
     fair = [s for s, v in students.items() if v.kind == "fair"]
     assert sum(students[s].question == "q1_greedy" for s in fair) >= 3
     assert sum(students[s].question == "q2_beam" for s in fair) >= 3

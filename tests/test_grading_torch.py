@@ -10,11 +10,7 @@ sandboxed run, as an instructor would.
 from __future__ import annotations
 
 import ast
-import csv
 import json
-import shutil
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +25,7 @@ from attnlib.grading.worker import Worker
 from attnlib.models import AdditiveAttention, make_seq2seq
 from attnlib.tasks import make_task
 from conftest import EXERCISES as EXERCISE_DIR
-from conftest import SOLUTIONS
-from fixtures.variants import materialise
+from fixtures.variants import full_marks_kept, grade_class
 from fixtures.variants_torch import EXERCISE, VARIANTS
 
 SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
@@ -170,36 +165,15 @@ def test_an_untrained_model_with_the_course_attention_gets_nothing_for_question_
 
 
 # --------------------------------------------------------------------------- every variant, graded
-def _place(notebook: Path, subs: Path, student: str) -> None:
-    (subs / student).mkdir(parents=True)
-    shutil.copyfile(notebook, subs / student / f"{EXERCISE}.ipynb")
-
-
 @pytest.fixture(scope="module")
 def gradebook(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ex4")
-    subs = tmp / "submissions"
-    students = {materialise(v, subs).parent.name: v for v in VARIANTS}
-    assert len(students) == len(VARIANTS)
-    _place(SOLUTIONS / f"{EXERCISE}.ipynb", subs, "solution")
-    _place(EXERCISE_DIR / f"{EXERCISE}.ipynb", subs, "blank")
-    start = time.perf_counter()
-    grader.grade(subs, tmp / "gradebook.csv", seed=SEED, jobs=2)
-    seconds = time.perf_counter() - start
-    with open(tmp / "gradebook.csv", newline="") as f:
-        rows = {(r["student"], r["question"].split(":")[1]): r for r in csv.DictReader(f)}
-    return students, rows, seconds
+    return grade_class(VARIANTS, EXERCISE, tmp_path_factory.mktemp("ex4"), SEED)
 
 
 @pytest.mark.slow
 def test_every_mutant_loses_points_on_its_question(gradebook):
-    students, rows, _ = gradebook
-    kept = [
-        f"{s}: {v.why} -> {rows[s, v.question]['score']}/{rows[s, v.question]['total']}"
-        for s, v in students.items()
-        if v.kind == "mutant"
-        and float(rows[s, v.question]["score"]) >= float(rows[s, v.question]["total"])
-    ]
+    students, rows = gradebook
+    kept = full_marks_kept(students, rows)
     assert not kept, "\n".join(kept)
     assert sum(v.kind == "mutant" and v.question == "q1_module" for v in students.values()) >= 4
     assert sum(v.kind == "mutant" and v.question == "q2_trained" for v in students.values()) >= 2
@@ -207,7 +181,7 @@ def test_every_mutant_loses_points_on_its_question(gradebook):
 
 @pytest.mark.slow
 def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(gradebook):
-    students, rows, _ = gradebook
+    students, rows = gradebook
     fair = [s for s, v in students.items() if v.kind == "fair"]
     assert sum(students[s].question == "q1_module" for s in fair) >= 2
     assert sum(students[s].question == "q2_trained" for s in fair) >= 2
