@@ -99,7 +99,7 @@ def _page_text(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------- the sources
-def test_six_exercises_cover_the_issues():
+def test_seven_exercises_cover_the_issues():
     assert NAMES == [
         "01_masked_softmax",
         "02_additive_score",
@@ -107,6 +107,7 @@ def test_six_exercises_cover_the_issues():
         "04_attention_module",
         "05_spot_the_error",
         "06_decoding",
+        "07_scaled_dot_product",
     ]
     assert set(fx.POINTS) == set(NAMES) == set(GRADED)
     assert {

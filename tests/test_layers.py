@@ -27,6 +27,9 @@ LAYERS: dict[str, int] = {
     "__init__": 1,
     "plots": 1,
     "experiments": 1,
+    "selfattn": 1,  # self-attention and positional encodings, numpy (chapter 19)
+    "selfattn_models": 2,  # chapter 19's torch models, toy tasks and experiments
+    "qkv": 1,  # queries, keys, values and scaled dot-product attention (on core)
     "tasks": 1,
     "models": 1,
     # training and interactive views
@@ -38,6 +41,7 @@ LAYERS: dict[str, int] = {
     "explorable": 1,  # the in-browser explorables (anywidget), on the numpy reference
     # what reads trained models
     "importance": 3,
+    "gradflow": 2,  # gradients of outputs w.r.t. source embeddings; the cost of a layer (ch. 20)
     "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention
     # the chapters' claims about trained models
     "evidence": 5,
@@ -63,6 +67,7 @@ LAYERS: dict[str, int] = {
     "grading.questions.ex4_attention_module": 3,
     "grading.questions.ex5_spot_the_error": 3,
     "grading.questions.ex6_decoding": 3,
+    "grading.questions.ex7_scaled_dot_product": 3,
     "grading.questions": 4,
     "grading.grader": 5,
     "grading": 6,
@@ -123,7 +128,7 @@ def test_a_module_imports_only_from_lower_layers(module: str) -> None:
 
 
 def test_the_numpy_reference_imports_no_torch() -> None:
-    for module in ("core", "alignment", "experiments"):
+    for module in ("core", "alignment", "experiments", "selfattn", "qkv"):
         tree = ast.parse((PACKAGE / f"{module}.py").read_text())
         top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
         names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}

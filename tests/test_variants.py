@@ -1,6 +1,6 @@
 """The grader tells wrong answers from right ones: a mutant loses points, a fair variant none.
 
-Two halves. The fast one runs the checks of exercises 1, 2, 3 and 5 in this process, on a
+Two halves. The fast one runs the checks of exercises 1, 2, 3, 5 and 7 in this process, on a
 :class:`FakeProbe` that calls the answers directly but passes every argument and every
 result through the same plain-data channel as the sandboxed worker: the solution passes every
 check for several seeds, the public checks use fixed inputs and the hidden ones draw theirs
@@ -36,6 +36,7 @@ NUMPY_EXERCISES = (
     "02_additive_score",
     "03_context_entropy",
     "05_spot_the_error",
+    "07_scaled_dot_product",
 )
 SEEDS = ("alpha", "beta", "gamma", "delta", "epsilon")
 

@@ -14,6 +14,7 @@ from attnlib.grading.questions import (
     ex4_attention_module,
     ex5_spot_the_error,
     ex6_decoding,
+    ex7_scaled_dot_product,
 )
 
 __all__ = ["EXERCISES"]
@@ -27,5 +28,6 @@ EXERCISES: dict[str, Exercise] = {
         ex4_attention_module,
         ex5_spot_the_error,
         ex6_decoding,
+        ex7_scaled_dot_product,
     )
 }
