@@ -43,7 +43,8 @@ __all__ = [
     "attention_step",
 ]
 
-#: The front end: the ES module and the stylesheet the widget ships to the browser.
+#: The front ends the widgets ship to the browser: ``attention_drag.*`` (here) and ``sliders.*``
+#: (:mod:`attnlib.widgets`' step, softmax and temperature explorers), ES modules and stylesheets.
 ASSETS = Path(__file__).with_name("explorable")
 SCORES = ("dot", "additive")
 

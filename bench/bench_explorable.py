@@ -1,19 +1,23 @@
-"""The drag-the-attention-step explorable (attnlib.explorable): cost of a move, size of its parts.
+"""The in-browser explorables: cost of a move, size of their parts.
 
-A move is timed in the reader's browser (headless Chromium on the built site, every outside
-request blocked), two ways, each over 120 moves of the decoder state s_{t-1}:
+Four explorables run in the reader's browser (anywidget, no kernel): chapter 04's
+drag-the-decoder-state (``attnlib.explorable.AttentionDrag``) and the slider explorers of
+``attnlib.widgets``: the step slider (chapter 02), the score sliders (chapter 03) and the
+sharpness slider (chapter 05). A move is timed in headless Chromium on the built site (every
+outside request blocked, 1280 px, light mode), two ways, over 120 moves each:
 
-1. **mouse**: a real drag (Playwright's mouse); the widget times each pointer event with
-   ``performance.now()`` from the event to the redrawn figure (scores, weights, context, SVG
-   and table updated in place);
-2. **with layout**: s_{t-1}'s slider moved by script, each move followed by a forced style and
+1. **mouse**: a real drag (Playwright's mouse): of s_{t-1} in chapter 04, of the first slider
+   elsewhere; the widget times each event with ``performance.now()`` from the event to the
+   redrawn figure (math, SVG and texts updated in place). A slider fires an event only when its
+   value changes, so the step slider (T_y values) yields fewer timed moves;
+2. **with layout**: the first slider moved by script, each move followed by a forced style and
    layout of the page, the work the browser must do before it can paint the move.
 
 Target: one frame, ≤ 16 ms (median and 95th percentile). On a machine shared with other jobs
 the 95th percentile mostly measures waiting for a core (the load average is reported with it).
-The sizes are those of the front end (the ES module and stylesheet, which travel inside the
-widget state), the vendored anywidget front end the site serves, and the explorable's saved
-state in the chapter page.
+The sizes are those of the front ends (ES modules and stylesheets, which travel inside the
+widget state: the three slider explorers share ``sliders.js`` and ``sliders.css``), the vendored
+anywidget front end the site serves, and each explorable's saved state in its chapter page.
 
 Needs the built site (``make book``) and Chromium; without them the timing rows fail with the
 reason. Run on its own with ``python bench/bench_explorable.py``; ``bench/run.py`` collects
@@ -37,20 +41,38 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 TARGET_MS = 16.0
+#: explorable -> its chapter page (relative to the site)
+PAGES = {
+    "drag s_{t-1} (ch. 04)": "chapters/04_score_functions.html",
+    "step slider t (ch. 02)": "chapters/02_attention_step.html",
+    "score sliders (ch. 03)": "chapters/03_softmax.html",
+    "sharpness β (ch. 05)": "chapters/05_entropy.html",
+}
+VIEWS = {
+    "step slider t (ch. 02)": "step",
+    "score sliders (ch. 03)": "softmax",
+    "sharpness β (ch. 05)": "temperature",
+}
 
 
-def _timings() -> dict[str, list[float]]:
-    """Per-move costs in ms (``mouse``, ``layout``), measured on the built chapter page."""
+def _timings() -> dict[str, dict[str, list[float]]]:
+    """Per-move costs in ms (``mouse``, ``layout``) of each explorable, on its built page."""
     sys.path.insert(0, str(ROOT / "tests"))
     try:
         from playwright.sync_api import sync_playwright
 
-        from test_explorable import PAGE, Explorable, measure_moves
+        from test_explorable import (
+            Explorable,
+            SliderExplorer,
+            measure_moves,
+            measure_slider_moves,
+        )
         from test_site import chromium_path
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    if not (SITE / PAGE).is_file():
-        raise FileNotFoundError(f"no built site with {PAGE}: run `make book` first")
+    missing = [p for p in PAGES.values() if not (SITE / p).is_file()]
+    if missing:
+        raise FileNotFoundError(f"no built site with {missing}: run `make book` first")
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -60,6 +82,8 @@ def _timings() -> dict[str, list[float]]:
         ("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE))
     )
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    out: dict[str, dict[str, list[float]]] = {}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
@@ -67,27 +91,31 @@ def _timings() -> dict[str, list[float]]:
                 args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
             )
             try:
-                ex = Explorable(
-                    browser, f"http://127.0.0.1:{httpd.server_address[1]}/", 1280, "light"
-                )
-                try:
-                    measure_moves(ex, 30)  # warm-up
-                    return measure_moves(ex, 120)
-                finally:
-                    ex.close()
+                for name in PAGES:
+                    if name in VIEWS:
+                        ex: Any = SliderExplorer(browser, base, 1280, "light", VIEWS[name])
+                        measure: Any = measure_slider_moves
+                    else:
+                        ex, measure = Explorable(browser, base, 1280, "light"), measure_moves
+                    try:
+                        measure(ex, 30)  # warm-up
+                        out[name] = measure(ex, 120)
+                    finally:
+                        ex.close()
             finally:
                 browser.close()
     finally:
         httpd.shutdown()
         httpd.server_close()
+    return out
 
 
-def _state_bytes() -> int | None:
-    """Bytes of the explorable's saved model state in the built chapter page."""
-    page = SITE / "chapters" / "04_score_functions.html"
-    if not page.is_file():
+def _state_bytes(page: str) -> int | None:
+    """Bytes of the anywidget model state saved in a built chapter page."""
+    path = SITE / page
+    if not path.is_file():
         return None
-    html = page.read_text(encoding="utf-8")
+    html = path.read_text(encoding="utf-8")
     m = re.search(
         r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', html, re.S
     )
@@ -101,8 +129,12 @@ def _state_bytes() -> int | None:
     )
 
 
+def _row(name: str, value: Any, unit: str, target: str = "", ok: bool | None = None) -> dict:
+    return {"name": name, "value": value, "unit": unit, "target": target, "ok": ok}
+
+
 def rows() -> list[dict]:
-    """Per-move cost (median and 95th percentile, two ways) and the sizes of the parts.
+    """Per-move cost of each explorable (median and 95th percentile, two ways) and sizes.
 
     Returns
     -------
@@ -112,88 +144,71 @@ def rows() -> list[dict]:
     from attnlib.explorable import ASSETS
 
     out: list[dict] = []
+    target = f"≤ {TARGET_MS:g} ms"
     try:
         timings = _timings()
-        for kind, label in (("mouse", "mouse drag"), ("layout", "slider + forced layout")):
-            ms = np.array(timings[kind])
-            for stat, value in (
-                ("median", np.median(ms)),
-                ("95th percentile", np.percentile(ms, 95)),
-            ):
+        for name, kinds in timings.items():
+            for kind, label in (("mouse", "mouse drag"), ("layout", "slider + forced layout")):
+                ms = np.array(kinds[kind])
+                for stat, value in (
+                    ("median", np.median(ms)),
+                    ("95th percentile", np.percentile(ms, 95)),
+                ):
+                    out.append(
+                        _row(
+                            f"explorable {name}: one move, {label}, {stat} ({len(ms)} moves)",
+                            round(float(value), 3),
+                            "ms",
+                            target,
+                            bool(value <= TARGET_MS),
+                        )
+                    )
                 out.append(
-                    {
-                        "name": f"explorable: one move, {label}, {stat} ({len(ms)} moves)",
-                        "value": round(float(value), 3),
-                        "unit": "ms",
-                        "target": f"≤ {TARGET_MS:g} ms",
-                        "ok": bool(value <= TARGET_MS),
-                    }
+                    _row(
+                        f"explorable {name}: one move, {label}, slowest",
+                        round(float(ms.max()), 3),
+                        "ms",
+                    )
                 )
-            out.append(
-                {
-                    "name": f"explorable: one move, {label}, slowest",
-                    "value": round(float(ms.max()), 3),
-                    "unit": "ms",
-                    "target": "",
-                    "ok": None,
-                }
-            )
     except Exception as err:  # a missing site or browser: one failing row that says why
         out.append(
-            {
-                "name": "explorable: one move in the browser",
-                "value": f"not measured: {err}",
-                "unit": "",
-                "target": f"≤ {TARGET_MS:g} ms",
-                "ok": False,
-            }
+            _row("explorables: one move in the browser", f"not measured: {err}", "", target, False)
         )
     if hasattr(os, "getloadavg"):
         out.append(
-            {
-                "name": "explorable: load average while measuring (1 min; this machine's cores: "
+            _row(
+                "explorables: load average while measuring (1 min; this machine's cores: "
                 f"{os.cpu_count()})",
-                "value": round(os.getloadavg()[0], 2),
-                "unit": "",
-                "target": "",
-                "ok": None,
-            }
+                round(os.getloadavg()[0], 2),
+                "",
+            )
         )
     for path in sorted(ASSETS.iterdir()):
         out.append(
-            {
-                "name": f"explorable: front end {path.name}",
-                "value": round(path.stat().st_size / 1024, 1),
-                "unit": "KiB",
-                "target": "",
-                "ok": None,
-            }
+            _row(f"explorables: front end {path.name}", round(path.stat().st_size / 1024, 1), "KiB")
         )
     vendored = SITE / "_vendor" / "anywidget" / "index.js"
     if vendored.is_file():
         out.append(
-            {
-                "name": "explorable: anywidget front end (site _vendor/anywidget/index.js)",
-                "value": round(vendored.stat().st_size / 1024, 1),
-                "unit": "KiB",
-                "target": "",
-                "ok": None,
-            }
+            _row(
+                "explorables: anywidget front end (site _vendor/anywidget/index.js)",
+                round(vendored.stat().st_size / 1024, 1),
+                "KiB",
+            )
         )
-    state = _state_bytes()
-    if state is not None:
-        out.append(
-            {
-                "name": "explorable: saved widget state in chapter 04's page",
-                "value": round(state / 1024, 1),
-                "unit": "KiB",
-                "target": "",
-                "ok": None,
-            }
-        )
+    for name, page in PAGES.items():
+        state = _state_bytes(page)
+        if state is not None:
+            out.append(
+                _row(
+                    f"explorable {name}: saved widget state in its page (front end included)",
+                    round(state / 1024, 1),
+                    "KiB",
+                )
+            )
     return out
 
 
 if __name__ == "__main__":
     for row in rows():
-        print(f"{row['name']:<85} {row['value']!s:>10} {row['unit']:<4} {row['target']}")
+        print(f"{row['name']:<95} {row['value']!s:>10} {row['unit']:<4} {row['target']}")

@@ -1,24 +1,22 @@
-"""Tests for attnlib.widgets: the update functions change the drawn artists in place.
+"""Tests for attnlib.widgets: the three explorers' state and their reference values.
 
-No browser is involved: each test builds a widget (or just its figure), calls the
-plain update function or moves a slider, and checks the artists' data against
-values computed here independently of the widget code.
+The figures are drawn and moved by JavaScript in the browser (tests/test_explorable.py checks
+that, on the built site). Here, with no browser: each widget carries what its front end needs,
+keeps its controls in range, rejects nonsense with a message in the course's notation, and its
+``current()`` (what the figure must show) matches values computed here independently.
 """
 
 from __future__ import annotations
 
-import io
+import re
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from PIL import Image
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnlib import widgets
-
-
-def heights(container) -> np.ndarray:
-    return np.array([p.get_height() for p in container.patches])
+from attnlib.explorable import ASSETS
 
 
 def reference_softmax(e) -> np.ndarray:
@@ -26,137 +24,140 @@ def reference_softmax(e) -> np.ndarray:
     return z / z.sum()
 
 
-def png_pixels(data: bytes) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+def reference_entropy(p) -> float:
+    return float(-sum(x * np.log(x) for x in p if x > 0))
 
 
-# ----------------------------------------------------------------------------- softmax (ch. 3)
-def test_update_softmax_sets_score_bars_and_weight_bars():
-    _fig, artists = widgets.draw_softmax([0.0, 0.0, 0.0], ["a", "b", "c"])
-    new = [2.0, -1.0, 0.5]
-    widgets.update_softmax(artists, new)
-    np.testing.assert_allclose(heights(artists.scores), new)
-    np.testing.assert_allclose(heights(artists.weights), reference_softmax(new), rtol=1e-12)
-    assert heights(artists.weights).sum() == pytest.approx(1.0)
-    assert artists.weights.texts[0].get_text() == f"{reference_softmax(new)[0]:.2f}"
-    assert "1.000" in artists.total.get_text()
-
-
-def test_update_softmax_keeps_the_same_figure_and_artists():
-    fig, artists = widgets.draw_softmax([1.0, 2.0, 3.0])
-    before_figs = plt.get_fignums()
-    patches = list(artists.weights.patches)
-    n_children = [len(ax.get_children()) for ax in fig.axes]
-    widgets.update_softmax(artists, [3.0, 2.0, 1.0])
-    assert plt.get_fignums() == before_figs
-    assert list(artists.weights.patches) == patches  # the same objects, changed in place
-    assert [len(ax.get_children()) for ax in fig.axes] == n_children
-
-
-def test_softmax_explorer_slider_move_redraws_the_image():
-    ex = widgets.softmax_explorer([1.0, 0.0, -1.0], ["x", "y", "z"])
-    first = ex.image.value
-    figs = plt.get_fignums()
-    ex.controls["y"].value = 4.0
-    np.testing.assert_allclose(heights(ex.artists.scores), [1.0, 4.0, -1.0])
-    np.testing.assert_allclose(heights(ex.artists.weights), reference_softmax([1.0, 4.0, -1.0]))
-    assert ex.image.value != first
-    assert png_pixels(ex.image.value).shape == png_pixels(first).shape
-    assert plt.get_fignums() == figs
-
-
-def test_blitted_image_matches_a_full_redraw():
-    ex = widgets.softmax_explorer([1.0, 0.0, -1.0])
-    ex.controls["1"].value = -3.0
-    fast = png_pixels(ex.image.value).astype(int)
-    buffer = io.BytesIO()
-    ex.figure.canvas.draw()  # full redraw, animated artists are skipped ...
-    for artist in ex.renderer.dynamic:  # ... so draw them as the renderer does
-        ex.figure.draw_artist(artist)
-    Image.fromarray(np.asarray(ex.figure.canvas.buffer_rgba())[..., :3]).save(buffer, "png")
-    full = png_pixels(buffer.getvalue()).astype(int)
-    assert fast.shape == full.shape
-    assert np.abs(fast - full).max() <= 1
-
-
-def test_weights_stay_in_view_for_extreme_scores():
-    _fig, artists = widgets.draw_softmax([0.0, 0.0, 0.0])
-    widgets.update_softmax(artists, [6.0, -6.0, -6.0])
-    assert heights(artists.weights).max() <= artists.weights.patches[0].axes.get_ylim()[1]
-
-
-# ----------------------------------------------------------------------------- steps (ch. 2)
 ALPHA = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.3, 0.4, 0.3]])
 
 
-def test_update_step_shows_row_t_and_moves_the_frame():
-    _fig, artists = widgets.draw_step(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
-    widgets.update_step(artists, 1)
-    np.testing.assert_allclose(heights(artists.weights), ALPHA[1])
-    assert artists.frame.get_y() == pytest.approx(0.5)  # row 1 spans y in [0.5, 1.5]
-    assert "'c'" in artists.label.get_text()  # step 2 leans on position 3
-    assert "t = 2" in artists.label.get_text()
+def test_every_explorer_ships_the_front_end_in_its_state() -> None:
+    explorers = {
+        "softmax": widgets.softmax_explorer([1.0, 0.0, -1.0]),
+        "step": widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"]),
+        "temperature": widgets.temperature_explorer([1.0, 2.0, 0.0], beta=1.0),
+    }
+    js = (ASSETS / "sliders.js").read_text(encoding="utf-8")
+    css = (ASSETS / "sliders.css").read_text(encoding="utf-8")
+    for view, ex in explorers.items():
+        state = ex.get_state()
+        assert state["_model_module"] == "anywidget"
+        assert state["view"] == view
+        assert state["_esm"] == js
+        assert state["_css"] == css
+    assert re.search(r"^export default \{ render \};$", js, re.M)
+    for view in explorers:  # the module has a view for each
+        assert re.search(rf"\b{view}: {view}View\b", js), view
 
 
-def test_update_step_highlights_only_the_largest_weight():
-    _fig, artists = widgets.draw_step(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
-    widgets.update_step(artists, 2)
-    colours = [tuple(p.get_facecolor()) for p in artists.weights.patches]
-    assert colours[1] != colours[0]
-    assert colours[0] == colours[2]
+# ----------------------------------------------------------------------------- softmax (ch. 3)
+def test_softmax_explorer_shows_the_scores_and_their_softmax() -> None:
+    ex = widgets.softmax_explorer([2.0, 0.5, -1.0], ["x", "y", "z"])
+    assert ex.labels == ["x", "y", "z"]
+    ex.e = [1.0, 4.0, -1.0]
+    now = ex.current()
+    np.testing.assert_allclose(now["e"], [1.0, 4.0, -1.0])
+    np.testing.assert_allclose(now["alpha"], reference_softmax([1.0, 4.0, -1.0]), rtol=1e-12)
 
 
-def test_update_step_rejects_a_step_outside_the_sentence():
-    _fig, artists = widgets.draw_step(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
-    with pytest.raises(ValueError, match=r"T_y - 1 = 2"):
-        widgets.update_step(artists, 3)
+def test_softmax_explorer_keeps_scores_on_the_sliders() -> None:
+    ex = widgets.softmax_explorer([0.0, 0.0, 0.0], score_range=6.0)
+    assert ex.labels == ["i = 1", "i = 2", "i = 3"]
+    ex.e = [9.0, -7.5, 2.0]
+    assert ex.e == [6.0, -6.0, 2.0]
+    with pytest.raises(Exception, match=r"e must keep T_x=3 scores"):
+        ex.e = [1.0, 2.0]
+    with pytest.raises(Exception, match="finite"):
+        ex.e = [float("nan"), 0.0, 0.0]
 
 
-def test_step_explorer_slider_is_one_based():
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-6, 6), min_size=2, max_size=6))
+def test_softmax_explorer_weights_always_sum_to_one(e: list[float]) -> None:
+    ex = widgets.softmax_explorer(e)
+    alpha = ex.current()["alpha"]
+    assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(alpha > 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (([[1.0, 2.0]],), "e must have shape (T_x,)"),
+        (([1.0, 2.0], ["a"]), "labels has 1 names but there are T_x=2 scores"),
+        (([1.0, 2.0], None, 0.0), "score_range must be positive"),
+    ],
+)
+def test_softmax_explorer_explains_bad_input(args: tuple, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        widgets.softmax_explorer(*args)
+
+
+# ----------------------------------------------------------------------------- steps (ch. 2)
+def test_step_explorer_is_one_based_and_shows_row_t() -> None:
     ex = widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
-    assert ex.controls["t"].min == 1
-    assert ex.controls["t"].max == 3
-    ex.controls["t"].value = 3
-    np.testing.assert_allclose(heights(ex.artists.weights), ALPHA[2])
+    assert ex.t == 1
+    ex.t = 2
+    now = ex.current()
+    np.testing.assert_allclose(now["alpha"], ALPHA[1])
+    assert now["top"] == 2  # step 2 leans on position 3
+    with pytest.raises(Exception, match=r"between 1 and T_y = 3, got 4"):
+        ex.t = 4
+    with pytest.raises(Exception, match=r"got 0"):
+        ex.t = 0
+
+
+def test_step_explorer_colours_the_heatmap_by_weight() -> None:
+    ex = widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
+    assert len(ex.colors) == 3
+    assert all(len(row) == 3 for row in ex.colors)
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", c) for row in ex.colors for c in row)
+    # equal weights, equal colours; cividis gets lighter as the weight grows
+    assert ex.colors[0][2] == ex.colors[1][0] == ex.colors[1][1]
+    luminance = lambda h: sum(int(h[k : k + 2], 16) for k in (1, 3, 5))  # noqa: E731
+    assert luminance(ex.colors[1][2]) > luminance(ex.colors[0][1]) > luminance(ex.colors[1][0])
+
+
+def test_step_explorer_explains_mismatched_shapes() -> None:
+    with pytest.raises(ValueError, match=r"T_y=2 output and T_x=3 source words"):
+        widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y"])
+    with pytest.raises(ValueError, match=r"alpha must have shape \(T_y, T_x\)"):
+        widgets.step_explorer(ALPHA[0], ["a", "b", "c"], ["X"])
 
 
 # ----------------------------------------------------------------------------- temperature (ch. 5)
-def test_update_temperature_weights_and_entropy():
+def test_temperature_explorer_weights_and_entropy() -> None:
     e = np.array([1.0, 2.0, 0.0, -1.0])
-    _fig, artists = widgets.draw_temperature(e)
-    alpha, H = widgets.update_temperature(artists, 2.5)
+    ex = widgets.temperature_explorer(e, beta=2.5)
+    now = ex.current()
     expected = reference_softmax(2.5 * e)
-    np.testing.assert_allclose(alpha, expected, rtol=1e-12)
-    np.testing.assert_allclose(heights(artists.weights), expected, rtol=1e-12)
-    expected_H = -np.sum(expected * np.log(expected))
-    assert pytest.approx(expected_H) == H
-    assert heights(artists.entropy_bar)[0] == pytest.approx(expected_H)
+    np.testing.assert_allclose(now["alpha"], expected, rtol=1e-12)
+    assert now["H"] == pytest.approx(reference_entropy(expected), rel=1e-12)
 
 
-def test_temperature_zero_is_uniform_and_hits_the_ceiling():
-    e = np.array([3.0, -2.0, 0.5, 1.0, 0.0])
-    _fig, artists = widgets.draw_temperature(e)
-    widgets.update_temperature(artists, 0.0)
-    np.testing.assert_allclose(heights(artists.weights), np.full(5, 0.2))
-    assert heights(artists.entropy_bar)[0] == pytest.approx(np.log(5))
-    assert artists.ceiling.get_ydata()[0] == pytest.approx(np.log(5))
+def test_temperature_zero_is_uniform_and_hits_the_ceiling() -> None:
+    ex = widgets.temperature_explorer([3.0, -2.0, 0.5, 1.0, 0.0], beta=0.0)
+    now = ex.current()
+    np.testing.assert_allclose(now["alpha"], np.full(5, 0.2))
+    assert now["H"] == pytest.approx(np.log(5))
 
 
-def test_temperature_explorer_sharper_means_lower_entropy():
+def test_temperature_sharper_means_lower_entropy_and_the_slider_stays_in_range() -> None:
     ex = widgets.temperature_explorer([1.0, 2.0, 0.0], beta=1.0)
-    h1 = heights(ex.artists.entropy_bar)[0]
-    ex.controls["beta"].value = 5.0
-    h5 = heights(ex.artists.entropy_bar)[0]
-    assert h5 < h1
+    h1 = ex.current()["H"]
+    ex.beta = 5.0
+    assert ex.current()["H"] < h1
+    ex.beta = 50.0
+    assert ex.beta == ex.beta_max == 10.0
+    with pytest.raises(Exception, match="beta must be a finite number ≥ 0"):
+        ex.beta = -0.5
+    with pytest.raises(ValueError, match="T_x ≥ 2"):
+        widgets.temperature_explorer([1.0])
 
 
-def test_every_widget_picture_has_alt_text_for_screen_readers():
-    explorers = [
-        widgets.softmax_explorer([1.0, 0.0, -1.0]),
-        widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"]),
-        widgets.temperature_explorer([1.0, 2.0, 0.0], beta=1.0),
-    ]
-    for ex in explorers:
-        state = ex.image.get_state()
-        assert len(state["tooltip"]) > 20, "the figure image needs a description (alt text)"
-        assert "description" in state  # the front end's tooltip code reads it
+def test_the_translate_widget_image_keeps_its_accessible_name() -> None:
+    """translator.TranslateWidget draws its heatmap with this Image: the tooltip names it."""
+    image = widgets._FigureImage(value=b"", format="png", tooltip="a heatmap of α_ti")
+    state = image.get_state()
+    assert state["tooltip"] == "a heatmap of α_ti"
+    assert "description" in state  # the front end's tooltip code reads it
