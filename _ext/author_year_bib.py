@@ -35,17 +35,32 @@ def _authors(entry: Any) -> str:
 
 
 class AuthorYearLabels(BaseLabelStyle):
-    """ "Author, year" labels; "2015a", "2015b" where two entries would share one."""
+    """ "Author, year" labels; "2015a", "2015b" where two entries would share one.
+
+    A letter added to a label is added to the entry's year too, so the in-text citations, which
+    sphinxcontrib-bibtex builds from the ``year`` field, read "Cho et al., 2014a" like the list.
+    """
 
     def format_labels(self, sorted_entries: Iterable[Any]) -> Iterator[str]:
         entries = list(sorted_entries)
-        plain = [f"{_authors(e)}, {e.fields.get('year', 'n.d.')}" for e in entries]
+        years = [_year(e) for e in entries]
+        plain = [f"{_authors(e)}, {y}" for e, y in zip(entries, years, strict=True)]
         shared, seen = Counter(plain), Counter[str]()
-        for label in plain:
+        for entry, year, label in zip(entries, years, plain, strict=True):
+            letter = ""
             if shared[label] > 1:
                 seen[label] += 1
-                label += "abcdefghijklmnopqrstuvwxyz"[seen[label] - 1]
-            yield label
+                letter = "abcdefghijklmnopqrstuvwxyz"[seen[label] - 1]
+            if "year" in entry.fields:
+                entry.fields["year"] = year + letter
+            yield label + letter
+
+
+def _year(entry: Any) -> str:
+    """The entry's own year (as in the .bib file, before any letter this module added)."""
+    if not hasattr(entry, "_author_year_base"):
+        entry._author_year_base = entry.fields.get("year", "n.d.")
+    return str(entry._author_year_base)
 
 
 class AuthorYearStyle(Plain):

@@ -40,6 +40,19 @@ What it does
 4. **Overrides two theme components** (``_ext/templates/``, put first on ``templates_path``): the
    search button and the colour-mode button, whose accessible names contradicted their visible
    text (axe-core: ``label-content-name-mismatch``, serious).
+5. **Keeps pages light** (issue 16, item 8; ``bench/bench_site.py weight`` measures it):
+
+   - ``_ext/templates/static/webpack-macros.html`` drops the theme's Font Awesome SVG-JS (1.5 MB
+     on every page); the icons are drawn from the webfont the theme's stylesheet already
+     declares, cut down at ``build-finished`` to the icons the site shows
+     (:func:`subset_icon_fonts`, a few kB instead of 274 kB);
+   - on pages whose saved widgets are all anywidgets (the explorables of ``attnlib.explorable``),
+     RequireJS and the 3.6 MB widget manager are swapped for ``static/anywidget_static.js``,
+     which runs each explorable's own front end from the saved state
+     (:func:`draw_anywidgets_without_the_manager`);
+   - ``_config.yml`` loads MathJax through its loader with three components instead of the
+     combined ``tex-mml-chtml.js`` (no MathML input, no menu: 0.4 MB less); the widget set-up
+     bridge above waits for it.
 
 The versions are pinned in ``package.json``; ``_config.yml`` points ``mathjax_path`` and
 ``nb_ipywidgets_js`` at the vendored copies.
@@ -74,6 +87,8 @@ VENDORED: dict[str, tuple[str, ...]] = {
     # (TeX extensions, CHTML fonts, the menu's accessibility tools and speech rules).
     "mathjax": (
         "es5/tex-mml-chtml.js",
+        "es5/startup.js",  # the loader _config.yml uses, and the components it loads
+        "es5/core.js",
         "es5/input",
         "es5/output/chtml",
         "es5/output/chtml.js",
@@ -108,8 +123,10 @@ new MutationObserver(function () {
     if (text) h.setAttribute("aria-label", text);
   });
 }).observe(document.documentElement, {childList: true, subtree: true});
+// MathJax is loaded by its loader (startup.js): typesetPromise appears only once its components
+// have loaded, so the bridge waits on startup.promise, which exists as soon as startup.js has run.
 window.addEventListener("DOMContentLoaded", function () {
-  if (window.MathJax && MathJax.typesetPromise && !MathJax.Hub) {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise && !MathJax.Hub) {
     MathJax.Hub = {Queue: function (job) {
       var el = job && job[2];
       MathJax.startup.promise = MathJax.startup.promise.then(function () {
@@ -186,6 +203,68 @@ def stage_vendored_files(app: Sphinx, config: Config) -> None:
     (stage / VENDOR_URL / "versions.json").write_text(
         json.dumps(versions, indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
+
+
+#: Where the subset icon fonts appear in the built site; ``static/offline_site.css`` names them.
+ICON_FONTS_URL = f"{VENDOR_URL}/fontawesome-subset"
+_ICON_NAME = re.compile(r"\bfa-([a-z0-9]+(?:-[a-z0-9]+)*)")
+_ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
+
+
+def icon_codepoints(theme_css: str, names: set[str]) -> dict[str, int]:
+    """The code point of each icon ``fa-<name>`` in Font Awesome's CSS.
+
+    The stylesheet holds rules such as ``.fa-bars:before{content:"\\f0c9"}``.
+    """
+    found = {}
+    for m in _ICON_RULE.finditer(theme_css):
+        for name in re.findall(r"\.fa-([a-z0-9-]+):before", m.group(1)):
+            if name in names:
+                found[name] = int(m.group(2), 16)
+    return found
+
+
+def subset_icon_fonts(app: Sphinx, exception: Exception | None) -> None:
+    """Font Awesome's solid and brands fonts cut down to the icons the site shows (build-finished).
+
+    pydata-sphinx-theme serves the whole fonts (156 + 118 kB as woff2) for the ~25 icons of the
+    page shell. The icon names are read from the built pages and from the two themes' templates
+    and scripts (icons their scripts switch to), their code points from the theme's stylesheet;
+    fontTools (a matplotlib dependency) writes the subsets from the theme's TrueType files as
+    zlib WOFF (woff2 would need brotli) into ``_vendor/fontawesome-subset/``, where
+    ``static/offline_site.css`` points Font Awesome's font faces.
+    """
+    if exception is not None or app.builder.format != "html":
+        return
+    import pydata_sphinx_theme
+    import sphinx_book_theme
+    from fontTools import subset
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    outdir = Path(app.outdir)
+    sources = [theme, Path(sphinx_book_theme.__file__).parent, Path(__file__).parent / "templates"]
+    names: set[str] = set()
+    for root in sources:
+        for f in root.rglob("*"):
+            if f.suffix in {".html", ".js", ".py"} and f.name != "fontawesome.js" and f.is_file():
+                names |= set(_ICON_NAME.findall(f.read_text(encoding="utf-8", errors="replace")))
+    for page in outdir.rglob("*.html"):
+        names |= set(_ICON_NAME.findall(page.read_text(encoding="utf-8", errors="replace")))
+    css = (theme / "static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    unicodes = sorted(set(icon_codepoints(css, names).values()))
+    webfonts = theme / "static" / "vendor" / "fontawesome" / "webfonts"
+    out_dir = outdir / ICON_FONTS_URL
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("fa-solid-900", "fa-brands-400"):
+        src, dst = webfonts / f"{name}.ttf", out_dir / f"{name}.woff"
+        options = subset.Options()
+        options.flavor = "woff"
+        options.layout_features = ["*"]
+        font = subset.load_font(str(src), options)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=unicodes)
+        subsetter.subset(font)
+        subset.save_font(font, str(dst), options)
 
 
 def _tidy(filename: str) -> str:
@@ -275,12 +354,58 @@ def fix_script_files(
     scripts[:] = fixed
 
 
+#: The models an anywidget page holds: the anywidget and the LayoutModel every widget carries.
+_ANYWIDGET_ONLY = {("anywidget", "AnyModel"), ("@jupyter-widgets/base", "LayoutModel")}
+#: Our renderer of saved anywidgets (``_ext/static/anywidget_static.js``).
+ANYWIDGET_STATIC = "anywidget_static.js"
+
+
+def _saved_models(scripts: list[Any]) -> set[tuple[str, str]] | None:
+    """(module, model name) of every widget saved in the page; None if the page has none."""
+    for js in scripts:
+        if js.attributes.get("type") == "application/vnd.jupyter.widget-state+json":
+            state = json.loads(str(js.attributes.get("body", "{}"))).get("state", {})
+            return {(m.get("model_module", ""), m.get("model_name", "")) for m in state.values()}
+    return None
+
+
+def draw_anywidgets_without_the_manager(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """On pages whose saved widgets are all anywidgets, swap RequireJS, the 3.6 MB widget manager
+    and their set-up scripts for ``anywidget_static.js`` (a few kB): it runs each explorable's own
+    front end (saved in the page) against the saved values, with no kernel, as the manager did.
+    Runs after explorable_site (950), whose ``require.config`` line it removes with the rest."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    models = _saved_models(scripts)
+    if not models or not models <= _ANYWIDGET_ONLY or ("anywidget", "AnyModel") not in models:
+        return
+    from sphinx.builders.html._assets import _JavaScript
+
+    def manager_part(js: Any) -> bool:
+        name = str(js.filename or "")
+        body = str(js.attributes.get("body", ""))
+        return (
+            name.endswith(("requirejs/require.js", "html-manager/dist/embed-amd.js"))
+            or "require.config(" in body
+            or "__jupyter_widgets_assets_path__" in body
+        )
+
+    kept = [js for js in scripts if not manager_part(js)]
+    kept.append(_JavaScript(f"_static/{ANYWIDGET_STATIC}", priority=500, defer="defer"))
+    scripts[:] = kept
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("offline_site_stage", "_build/.site_extra", "html", types=[str])
     app.add_config_value("offline_site_node_modules", "node_modules", "html", types=[str])
     # Before Sphinx's own check (priority 800) drops html_extra_path entries that do not exist.
     app.connect("config-inited", stage_vendored_files, priority=400)
     app.connect("html-page-context", fix_script_files, priority=900)
+    app.connect("html-page-context", draw_anywidgets_without_the_manager, priority=990)
+    app.connect("build-finished", subset_icon_fonts)
     app.add_css_file("offline_site.css")
     # A plain (not deferred) script in <head>: it must run before the themes bind their toggles.
     app.add_js_file("site_shell.js")

@@ -1167,7 +1167,8 @@ def draw_alignments(items: Sequence[Aligned], *, ncols: int = 2) -> Figure:
     """Heatmaps of α with the entropy H_t beside each, ``ncols`` sentences to a row.
 
     Every heatmap shares the colour scale [0, 1]; the bars are H_t in nats with
-    the ceiling log T_x dashed (:func:`attnlib.plots.heatmap_entropy`).
+    the ceiling log T_x dashed (:func:`attnlib.plots.heatmap_entropy`). The figure is at
+    most ``plots.MAX_SCALED_WIDTH`` wide, so its text stays readable on the website.
     """
     import matplotlib.pyplot as plt
 
@@ -1177,9 +1178,11 @@ def draw_alignments(items: Sequence[Aligned], *, ncols: int = 2) -> Figure:
     nrows = math.ceil(len(items) / ncols)
     T_x = max(len(it.src) for it in items)
     T_y = max(len(it.out) for it in items)
+    # no wider than the website's column can show with its 8 pt labels still >= 9 px
+    width = min(plots.MAX_SCALED_WIDTH, ncols * (2.8 + 0.5 * T_x))
     fig, axes = plt.subplots(
         nrows, 2 * ncols, layout="constrained", squeeze=False,
-        figsize=(ncols * (2.8 + 0.5 * T_x), nrows * (1.4 + 0.42 * T_y)),
+        figsize=(width, nrows * (1.4 + 0.42 * T_y)),
         width_ratios=[max(T_x, 3), 2.5] * ncols,
     )  # fmt: skip
     for k in range(nrows * ncols):

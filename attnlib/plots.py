@@ -25,6 +25,7 @@ from matplotlib.image import AxesImage
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "MAX_SCALED_WIDTH",
     "MAX_WIDTH",
     "MIN_FONT_PT",
     "SOURCE_LABEL",
@@ -52,6 +53,11 @@ STEP_LABEL = "output step t"
 #: about 650 px wide at a 1280 px window, and figures are saved at 100 dpi. A wider figure is
 #: scaled down, and its text with it; figures grow with T_x only up to this width.
 MAX_WIDTH = 6.4
+#: The widest any figure may be (inches): scaled into the text column (660 px at a 1280 px window,
+#: about 650 px inside an answer's dropdown) its MIN_FONT_PT text still shows at >= 9 px:
+#: 8 pt x (650 px / 7.5 in, the saved width with its margin) / 72 = 9.6 px. Side-by-side panels
+#: use this width.
+MAX_SCALED_WIDTH = 7.4
 #: The smallest font (points) of any text these functions draw: 8 pt is 11 px at 100 dpi, so a
 #: figure no wider than MAX_WIDTH shows it at 11 px, one scaled to 80 % at 9 px.
 MIN_FONT_PT = 8.0
@@ -231,7 +237,7 @@ def bars(
     if v.ndim != 1:
         raise ValueError(f"values must have shape (T_x,), but it has shape {v.shape}")
     xs = _labels(labels, v.size, "labels")
-    ax = new_axes(ax, figsize=(max(3.0, 1.2 + 0.6 * v.size), 3.0))
+    ax = new_axes(ax, figsize=(min(MAX_SCALED_WIDTH, max(3.0, 1.2 + 0.6 * v.size)), 3.0))
     container = ax.bar(range(v.size), v, color=color, edgecolor="black", linewidth=0.6)
     if max(map(len, xs)) * v.size > 30:  # long labels: slant them so they do not overlap
         ax.set_xticks(range(v.size), xs, rotation=45, ha="right", rotation_mode="anchor")
@@ -444,7 +450,7 @@ def grouped_bars(
         raise ValueError(f"every entry of values must have the same shape (T_x,), got {sizes}")
     T_x = next(iter(sizes))[0]
     names = _labels(labels, T_x, "labels")
-    ax = new_axes(ax, figsize=(max(4.0, 1.5 + 0.9 * T_x), 3.0))
+    ax = new_axes(ax, figsize=(min(MAX_SCALED_WIDTH, max(4.0, 1.5 + 0.9 * T_x)), 3.0))
     n = len(arrays)
     width = 0.8 / n
     colours = plt.get_cmap("cividis")(np.linspace(0.2, 0.85, n))
@@ -888,5 +894,5 @@ def heatmap_entropy(
     ax_H.set_ylim(T_y - 0.5, -0.5)  # rows in the same order as the heatmap
     ax_H.set_yticks(range(T_y), _labels(tgt_tokens, T_y, "tgt_tokens"))
     ax_H.set_xlim(0, 1.1 * np.log(T_x))
-    ax_H.set_xlabel("H_t (nats); dashed: log T_x")
+    ax_H.set_xlabel("$H_t$ (nats)\n" r"dashed: $\log T_x$")
     return image, container

@@ -600,7 +600,10 @@ def test_the_built_page_is_the_chapter_with_the_explorable() -> None:
         pytest.skip(f"no built site with {PAGE}: run `make book` first")
     html = page.read_text(encoding="utf-8")
     assert '"model_module": "anywidget"' in html
-    assert 'require.config({paths: {anywidget: "../_vendor/anywidget/index"}});' in html
+    assert (
+        "_static/anywidget_static.js" in html
+    )  # offline_site: no widget manager on anywidget-only pages
+    assert "embed-amd.js" not in html
     assert (SITE / "_vendor" / "anywidget" / "index.js").is_file()
     assert (SITE / "_vendor" / "anywidget" / "LICENSE").is_file()
     # The front end travels in the saved state, which the execution cache keeps: a page built
@@ -996,7 +999,10 @@ def test_the_built_page_carries_the_current_front_end(view: str) -> None:
     if not page.is_file():
         pytest.skip(f"no built site with {SLIDER_PAGES[view]}: run `make book` first")
     html = page.read_text(encoding="utf-8")
-    assert 'require.config({paths: {anywidget: "../_vendor/anywidget/index"}});' in html
+    assert (
+        "_static/anywidget_static.js" in html
+    )  # offline_site: no widget manager on anywidget-only pages
+    assert "embed-amd.js" not in html
     state = _saved_state(view)
     for key, name in zip(("_esm", "_css"), SLIDER_ASSETS, strict=True):
         assert state[key] == (explorable.ASSETS / name).read_text(encoding="utf-8"), (

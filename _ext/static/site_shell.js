@@ -18,6 +18,10 @@
  *    the theme waits forever on "Loading thebe"; we say what it needs instead.
  * 5. Printing opens the dropdowns (answers), and closes again those it opened afterwards (CSS in
  *    offline_site.css does the same where ::details-content is supported).
+ * 6. Display formulas that scroll sideways can be reached with the keyboard. MathJax's menu made
+ *    every formula focusable; the site loads MathJax without its menu (0.4 MB, _config.yml), so
+ *    once the page is typeset each display formula gets tabindex="0" (axe:
+ *    scrollable-region-focusable), and arrow keys scroll it.
  */
 (function () {
   "use strict";
@@ -160,4 +164,15 @@
     onParsed();
   }
   document.addEventListener("DOMContentLoaded", syncExpanded);
+
+  // ---------------------------------------------------------------------------------------------
+  function focusableFormulas() {
+    document.querySelectorAll('mjx-container[display="true"]:not([tabindex])').forEach(function (m) {
+      m.setAttribute("tabindex", "0");
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(focusableFormulas);
+  });
 })();
