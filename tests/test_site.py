@@ -620,6 +620,16 @@ def _widget_models(rel: str) -> set[str]:
     return set(re.findall(r'"model_module":\s*"([^"]+)"', html))
 
 
+def _over_widget_limit(browser: Any, server: str, pages: list[str]) -> str:
+    """The pages of ``pages`` that request more than WIDGET_PAGE_LIMIT_MB, a line each."""
+    weights = {r: page_weight(browser, server, r) for r in pages}
+    return "\n  ".join(
+        f"{r}: {w['bytes'] / 1e6:.2f} MB ({_heaviest(w)})"
+        for r, w in weights.items()
+        if w["bytes"] / 1e6 > WIDGET_PAGE_LIMIT_MB
+    )
+
+
 @pytest.mark.slow
 def test_explorable_pages_stay_under_the_widget_page_limit(browser: Any, server: str) -> None:
     """Pages whose widgets are all anywidgets (the explorables) load no widget manager."""
@@ -628,15 +638,8 @@ def test_explorable_pages_stay_under_the_widget_page_limit(browser: Any, server:
     explorable = {"anywidget", "@jupyter-widgets/base"}
     pages = [r for r in weighed_pages() if "anywidget" in _widget_models(r) <= explorable]
     assert len(pages) >= 4, f"expected the explorables of chapters 02-05, found {pages}"
-    heavy = {
-        r: w
-        for r in pages
-        if (w := page_weight(browser, server, r))["bytes"] / 1e6 > WIDGET_PAGE_LIMIT_MB
-    }
-    assert not heavy, "explorable pages over {} MB:\n  {}".format(
-        WIDGET_PAGE_LIMIT_MB,
-        "\n  ".join(f"{r}: {w['bytes'] / 1e6:.2f} MB ({_heaviest(w)})" for r, w in heavy.items()),
-    )
+    heavy = _over_widget_limit(browser, server, pages)
+    assert not heavy, f"explorable pages over {WIDGET_PAGE_LIMIT_MB} MB:\n  {heavy}"
 
 
 @pytest.mark.slow
@@ -650,15 +653,8 @@ def test_widget_page_weight(browser: Any, server: str) -> None:
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
     widget_pages = [r for r in weighed_pages() if page_weight(browser, server, r)["widgets"]]
     assert widget_pages, "expected pages with widgets (chapters 02-05) in the site, found none"
-    heavy = {
-        r: page_weight(browser, server, r)
-        for r in widget_pages
-        if page_weight(browser, server, r)["bytes"] / 1e6 > WIDGET_PAGE_LIMIT_MB
-    }
-    assert not heavy, "widget pages over {} MB:\n  {}".format(
-        WIDGET_PAGE_LIMIT_MB,
-        "\n  ".join(f"{r}: {w['bytes'] / 1e6:.2f} MB ({_heaviest(w)})" for r, w in heavy.items()),
-    )
+    heavy = _over_widget_limit(browser, server, widget_pages)
+    assert not heavy, f"widget pages over {WIDGET_PAGE_LIMIT_MB} MB:\n  {heavy}"
 
 
 @pytest.mark.slow
