@@ -8,7 +8,7 @@ What it does
    by ``npm ci`` from ``package.json``/``package-lock.json``, which ``make book`` runs), the files
    the pages need into a staging folder listed in ``html_extra_path``; Sphinx copies that folder's
    contents to the site root, so the site serves ``_vendor/requirejs/``,
-   ``_vendor/@jupyter-widgets/html-manager/dist/`` and ``_vendor/mathjax/es5/`` itself. They are
+   ``_vendor/@jupyter-widgets/html-manager/dist/`` and MathJax's web fonts itself. They are
    not in ``_static/``: Jupyter Book 1 would add every ``*.js`` there to every page.
 2. **Fixes each page's script list** at ``html-page-context``:
 
@@ -50,12 +50,12 @@ What it does
      RequireJS and the 3.6 MB widget manager are swapped for ``static/anywidget_static.js``,
      which runs each explorable's own front end from the saved state
      (:func:`draw_anywidgets_without_the_manager`);
-   - ``_config.yml`` loads MathJax through its loader with three components instead of the
-     combined ``tex-mml-chtml.js`` (no MathML input, no menu: 0.4 MB less); the widget set-up
-     bridge above waits for it.
+   - formulas are typeset when the site is built (``_ext/static_math.py``): pages load no MathJax
+     JavaScript (0.76 MB), only the stylesheet and the web fonts their formulas use. (The widget
+     set-up bridge above still typesets ipywidgets' labels if a page loads MathJax itself.)
 
-The versions are pinned in ``package.json``; ``_config.yml`` points ``mathjax_path`` and
-``nb_ipywidgets_js`` at the vendored copies.
+The versions are pinned in ``package.json``; ``_config.yml`` points ``nb_ipywidgets_js`` at the
+vendored copies.
 """
 
 from __future__ import annotations
@@ -83,19 +83,10 @@ VENDORED: dict[str, tuple[str, ...]] = {
         "dist/*.svg",
         "package.json",
     ),
-    # tex-mml-chtml.js is MathJax's combined file; the folders are what it loads on demand
-    # (TeX extensions, CHTML fonts, the menu's accessibility tools and speech rules).
+    # Formulas are typeset when the site is built (_ext/static_math.py, with node_modules'
+    # MathJax): the pages need only its CommonHTML web fonts, which static-math.css names.
     "mathjax": (
-        "es5/tex-mml-chtml.js",
-        "es5/startup.js",  # the loader _config.yml uses, and the components it loads
-        "es5/core.js",
-        "es5/input",
-        "es5/output/chtml",
-        "es5/output/chtml.js",
-        "es5/a11y",
-        "es5/ui",
-        "es5/sre",
-        "es5/adaptors",
+        "es5/output/chtml/fonts/woff-v2",
         "LICENSE",
         "package.json",
     ),

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from attnlib.models import ScoreEdit, Seq2Seq
+from attnlib.progress import Bar
 from attnlib.runtime import eval_mode, torch_threads
 from attnlib.tasks import Task
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Pair
@@ -223,7 +223,8 @@ def train(
         torch threads while training (1 is fastest for these small models and
         keeps runs bit-identical); None leaves the setting alone.
     progress : bool
-        Show a ``tqdm`` bar with the loss and the latest valid exact match.
+        Show a progress bar (:class:`attnlib.progress.Bar`) with the loss and the latest valid
+        exact match.
     edit : ScoreEdit, optional
         Train (and validate) with the scores of every step rewritten, e.g. a
         model trained with frozen uniform attention
@@ -266,7 +267,7 @@ def train(
     hist = History()
     epoch: list[Tensor] = []
     last = steps if stop_after is None else min(steps, stop_after)
-    with torch_threads(n_threads), tqdm(total=last, disable=not progress, desc=task.name) as bar:
+    with torch_threads(n_threads), Bar(max(last, 1), task.name, progress) as bar:
         for step in range(1, last + 1):
             if not epoch:
                 epoch = _epoch(len(data), batch_size, gen)

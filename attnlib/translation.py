@@ -49,6 +49,7 @@ from torch import nn
 from attnlib import decoding, scoring
 from attnlib import tatoeba as tb
 from attnlib.models import Seq2Seq, make_seq2seq
+from attnlib.progress import Bar
 from attnlib.runtime import eval_mode, torch_threads, want_retrain
 from attnlib.train import Batch
 from attnlib.vocab import EOS_ID, PAD_ID, Vocab
@@ -342,7 +343,8 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
     data : Data
         From :func:`prepare` with the same recipe.
     progress : bool
-        Show a tqdm bar per epoch.
+        Show a progress bar (:class:`attnlib.progress.Bar`: the current epoch's batches
+        and the mean loss of the last 50) and print a line per epoch.
 
     Returns
     -------
@@ -350,8 +352,6 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
         In eval mode, with the best epoch's weights.
     history : TrainHistory
     """
-    from tqdm.auto import tqdm
-
     hist = TrainHistory()
     start = time.perf_counter()
     with torch_threads(recipe.threads), torch.random.fork_rng(devices=[]):
@@ -361,14 +361,12 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
         best, best_state, bad = math.inf, copy.deepcopy(model.state_dict()), 0
         hist.stopped = "max_epochs"
         n_batches = math.ceil(len(data.train) / recipe.batch_size)
+        bar = Bar(total=max(n_batches, 1), desc="epoch 1", enabled=progress)
         for epoch in range(1, recipe.max_epochs + 1):
             model.train()
             losses = []
-            bar = tqdm(
-                tb.batches(data.train, recipe.batch_size, seed=recipe.seed * 1000 + epoch),
-                total=n_batches, desc=f"epoch {epoch}", disable=not progress, leave=False,
-            )  # fmt: skip
-            for b in bar:
+            bar.reset(desc=f"epoch {epoch}")
+            for b in tb.batches(data.train, recipe.batch_size, seed=recipe.seed * 1000 + epoch):
                 loss = batch_loss(model, b)
                 opt.zero_grad()
                 loss.backward()
@@ -376,6 +374,7 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
                 opt.step()
                 losses.append(loss.item())
                 hist.steps += 1
+                bar.update(1)
                 if progress and hist.steps % 50 == 0:
                     bar.set_postfix(loss=f"{sum(losses[-50:]) / 50:.3f}")
                 if recipe.max_steps is not None and hist.steps >= recipe.max_steps:
@@ -408,6 +407,7 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
             if bad >= recipe.patience:
                 hist.stopped = "patience"
                 break
+        bar.close()
         model.load_state_dict(best_state)
         model.eval()
     hist.seconds = time.perf_counter() - start
@@ -730,7 +730,7 @@ def load(
         and thread count give the shipped weights on the machine that made them).
         None (default) retrains only if ``ATTNLIB_RETRAIN`` is set to 1/true/yes.
     progress : bool
-        tqdm bars and a line per epoch while retraining.
+        a progress bar and a line per epoch while retraining.
     directory : path, optional
         Read the checkpoint from here instead of :data:`CHECKPOINT_DIR`.
 

@@ -9,16 +9,21 @@ Three entry points, from plain data to a widget:
   entropy H_t = -Σ_i α_ti log α_ti of every output step.
 * :func:`plot_explanation` — that explanation as a heatmap (output steps t as
   rows, source positions i as columns) with a bar of H_t beside each row.
-* :func:`translate_widget` — a text box, a beam-size slider k and a button over
-  the translation, a table and the figure, for Binder or Jupyter.
+* :func:`translate_widget` — a text box, a beam-size control k and a button over
+  the translation, the figure and a table, for Jupyter, Binder or Colab.
 
-The widget shows its result in two :class:`ipywidgets.HTML` (the translation and
-the unknown words; a table of the numbers) and an :class:`ipywidgets.Image` (the
-figure as PNG), as the sliders of :mod:`attnlib.widgets` do: all are plain
-widget values, so the built website, which embeds the widget state saved when the
-chapter ran, shows the initial sentence's translation, table and figure without a
-kernel. Bad input (an empty box, a pasted page) and any error inside the model
-become a message in that output area, never a traceback.
+The widget is one `anywidget <https://anywidget.dev>`_, like the explorers of
+:mod:`attnlib.widgets`: its front end (``attnlib/explorable/translate.js`` and
+``translate.css``) draws the form and the output area, and the kernel fills the
+output through synced traits (the summary and the table as HTML, the figure as a
+base64 PNG, its alt text, the problem if any), computed by :func:`explain` and
+:func:`render`. The widget opens with its first sentence translated, so the built
+website, which embeds the widget state saved when the chapter ran, shows that
+translation, figure and table without a kernel and without the ipywidgets widget
+manager; there, editing the sentence or k shows a note that translating needs the
+notebook running (Binder or Colab) and the saved translation stays. Bad input (an
+empty box, a pasted page) and any error inside the model become a message in the
+output area, never a traceback.
 
 See Also
 --------
@@ -28,24 +33,27 @@ The Part IV chapter that ends with this widget (chapters/17_*, issue 15).
 
 from __future__ import annotations
 
+import base64
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-import ipywidgets as widgets
+import anywidget
 import matplotlib.pyplot as plt
 import numpy as np
+import traitlets
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from attnlib import tatoeba as tb
 from attnlib import translation as tr
 from attnlib.core import entropy
+from attnlib.explorable import ASSETS
 from attnlib.plots import heatmap_entropy
 from attnlib.vocab import EOS
-from attnlib.widgets import _FigureImage
 
 __all__ = [
     "DPI",
@@ -422,125 +430,156 @@ def render(expl: Explanation) -> Rendered:
 
 
 def _problem(error: Exception) -> str:
-    """An exception as a message for the output area (no traceback)."""
-    if isinstance(error, ValueError | TypeError):
-        text = str(error)
-    else:  # not the learner's fault: say what broke, briefly
-        text = f"Something went wrong while translating ({type(error).__name__}: {error})."
-    return f'<p role="alert"><b>Cannot translate:</b> {html.escape(text)}</p>'
+    """An exception as a message for the output area (plain text, no traceback)."""
+    if isinstance(error, ValueError | TypeError | traitlets.TraitError):
+        return str(error)
+    # not the learner's fault: say what broke, briefly
+    return f"Something went wrong while translating ({type(error).__name__}: {error})."
 
 
 # --------------------------------------------------------------------------- widget
-class TranslateWidget(widgets.VBox):
-    """A text box, a beam-size slider and a button over the translation and its α_ti.
+#: The widget's front end, shipped in its saved state (as :mod:`attnlib.widgets` does).
+ESM = (ASSETS / "translate.js").read_text(encoding="utf-8")
+CSS = (ASSETS / "translate.css").read_text(encoding="utf-8")
 
-    Build it with :func:`translate_widget`. Pressing Enter in the text box,
-    clicking the button or moving the slider calls :meth:`translate`, which
-    fills the output area: :attr:`result` (HTML: the translation, the source
-    tokens, a note on unknown words), :attr:`image` (the figure) and
-    :attr:`numbers` (HTML: a collapsed table of the largest α_ti and H_t per step).
+
+class TranslateWidget(anywidget.AnyWidget):
+    """A text box, a beam-size control k and a button over the translation and its α_ti.
+
+    Build it with :func:`translate_widget`. One anywidget: the front end
+    (``attnlib/explorable/translate.js``) draws the form and shows the synced traits
+    below; the kernel computes them. Enter in the text box, the Translate button and a
+    new k send the front end's sentence and k in one custom message
+    ``{"type": "translate", "sentence": ..., "k": ...}``; the widget sets :attr:`sentence`
+    and :attr:`k` from it, calls :meth:`translate` (even if nothing changed, so the button
+    always translates) and answers ``{"type": "done"}``. Setting :attr:`sentence` or
+    :attr:`k` from Python translates too.
 
     Attributes
     ----------
-    sentence : ipywidgets.Text
-    beam : ipywidgets.IntSlider
-        k from 1 to :data:`MAX_BEAM`.
-    button : ipywidgets.Button
-    result : ipywidgets.HTML
-        The translation, or the message saying why there is none.
-    image : ipywidgets.Image
-        The figure; hidden while the output area shows a problem.
-    numbers : ipywidgets.HTML
-        The table; hidden while the output area shows a problem.
-    output : ipywidgets.VBox
-        The output area: ``result``, ``image``, ``numbers``, top to bottom.
-    explanation : Explanation or None
-        The last result; None after a problem.
+    sentence : str
+        The English sentence (synced).
+    k : int
+        The beam size, 1 to :data:`MAX_BEAM` (synced).
+    summary : str
+        HTML: the translation, the source tokens, a note if any; empty after a problem.
+    table : str
+        HTML: a collapsed table of the largest α_ti and H_t per step; empty after a problem.
+    png : str
+        The figure of :func:`plot_explanation`, a PNG in base64; empty after a problem.
+    alt : str
+        The figure's description (the image's alt text).
     problem : str or None
-        The last problem message (HTML); None after a result.
+        Why there is no translation (plain text: the input refused, or what broke);
+        None after a result. The front end shows it with ``role="alert"`` and hides the
+        figure and the table.
+    busy : bool
+        True while the kernel translates (the front end disables the button).
+    explanation : Explanation or None
+        The last result (kernel side only); None after a problem.
+
+    See Also
+    --------
+    explain, render : what fills the output area.
     """
 
+    _esm = ESM
+    _css = CSS
+    sentence = traitlets.Unicode("").tag(sync=True)
+    k = traitlets.Int(5).tag(sync=True)
+    max_beam = traitlets.Int(MAX_BEAM, read_only=True).tag(sync=True)
+    placeholder = traitlets.Unicode(f"Type an English sentence, e.g. {EXAMPLE}").tag(sync=True)
+    summary = traitlets.Unicode("").tag(sync=True)
+    table = traitlets.Unicode("").tag(sync=True)
+    png = traitlets.Unicode("").tag(sync=True)
+    alt = traitlets.Unicode("").tag(sync=True)
+    problem = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)
+    #: False until the widget is built, and while a request sets sentence and k together
+    _live = False
+
     def __init__(self, trained: tr.Trained, text: str, k: int) -> None:
-        sentence = widgets.Text(
-            value=text,
-            description="English sentence",
-            placeholder=f"Type an English sentence, e.g. {EXAMPLE}",
-            continuous_update=False,  # the value arrives on Enter (or leaving the box)
-            style={"description_width": "130px"},
-            layout=widgets.Layout(width="100%", max_width="560px"),
-        )
-        beam = widgets.IntSlider(
-            value=k,
-            min=1,
-            max=MAX_BEAM,
-            step=1,
-            description="beam size k",
-            continuous_update=False,
-            style={"description_width": "130px"},
-            layout=widgets.Layout(width="100%", max_width="420px"),
-        )
-        button = widgets.Button(
-            description="Translate",
-            tooltip="Translate the sentence (Enter in the text box does the same)",
-        )
-        result = widgets.HTML()
-        image = _FigureImage(
-            format="png",
-            tooltip="The heatmap of α_ti appears here once a sentence is translated.",
-            layout=widgets.Layout(width="100%", height="auto"),
-        )
-        numbers = widgets.HTML()
-        output = widgets.VBox([result, image, numbers])
-        controls = widgets.HBox(
-            [sentence, button], layout=widgets.Layout(flex_flow="row wrap", align_items="center")
-        )
-        super().__init__(
-            [controls, beam, output], layout=widgets.Layout(width="100%", max_width="760px")
-        )
+        super().__init__(sentence=text, k=k)
         self.trained = trained
-        self.sentence, self.beam, self.button = sentence, beam, button
-        self.result, self.image, self.numbers, self.output = result, image, numbers, output
         self.explanation: Explanation | None = None
-        self.problem: str | None = None
-        sentence.observe(self._on_change, names="value")
-        beam.observe(self._on_change, names="value")
-        button.on_click(self._on_click)
+        self.on_msg(self._on_message)
         self.translate()
+        self._live = True
 
+    @traitlets.validate("k")
+    def _check_k(self, proposal: Any) -> int:
+        k = proposal["value"]
+        if isinstance(k, bool) or not 1 <= k <= MAX_BEAM:
+            raise traitlets.TraitError(
+                f"the beam size k must be a whole number from 1 to {MAX_BEAM}, got {k!r}"
+            )
+        return int(k)
+
+    @traitlets.observe("sentence", "k")
     def _on_change(self, _change: object) -> None:
-        self.translate()
+        if self._live:
+            self.translate()
 
-    def _on_click(self, _button: object) -> None:
-        self.translate()
+    @contextmanager
+    def _quietly(self) -> Iterator[None]:
+        """Set sentence and k without translating at each."""
+        live, self._live = self._live, False
+        try:
+            yield
+        finally:
+            self._live = live
+
+    def _on_message(self, _widget: object, content: Any, _buffers: object) -> None:
+        """The front end's request: translate its sentence with its k, then say "done"."""
+        if not isinstance(content, dict) or content.get("type") != "translate":
+            return
+        try:
+            with self._quietly():
+                sentence = content.get("sentence", self.sentence)
+                if not isinstance(sentence, str):
+                    raise TypeError(f"the sentence must be text, got {type(sentence).__name__}")
+                k = content.get("k", self.k)
+                if isinstance(k, float) and k.is_integer():
+                    k = int(k)  # JavaScript has one kind of number
+                self.k = k  # first: a refused k leaves the sentence as it was
+                self.sentence = sentence
+        except Exception as error:  # shown to the learner instead of a traceback
+            self._show_problem(error)
+        else:
+            self.translate()
+        finally:
+            self.send({"type": "done"})
+
+    def _show_problem(self, error: Exception) -> None:
+        self.explanation = None
+        with self.hold_sync():
+            self.problem = _problem(error)
+            self.summary = self.table = self.png = self.alt = ""
+            self.busy = False
 
     def translate(self) -> Explanation | None:
-        """Translate the text box's sentence with the slider's k and show the result.
+        """Translate :attr:`sentence` with beam size :attr:`k` and show the result.
 
-        Any exception becomes a message in the output area (never a traceback).
+        Any exception becomes :attr:`problem`, shown in the output area (never a traceback).
 
         Returns
         -------
         Explanation or None
             None if the input was refused or something failed.
         """
-        self.button.disabled = True
+        self.busy = True
         try:
-            expl = explain(self.trained, self.sentence.value, int(self.beam.value))
+            expl = explain(self.trained, self.sentence, self.k)
             shown = render(expl)
         except Exception as error:  # shown to the learner instead of a traceback
-            self.explanation, self.problem = None, _problem(error)
-            self.result.value = self.problem
-            self.image.layout.display = self.numbers.layout.display = "none"
+            self._show_problem(error)
             return None
-        finally:
-            self.button.disabled = False
-        self.explanation, self.problem = expl, None
-        self.result.value = shown.summary
-        self.image.value = shown.png
-        self.image.tooltip = shown.alt
-        self.image.layout.max_width = f"{round(_layout(expl)[0][0] * DPI)}px"
-        self.numbers.value = shown.table
-        self.image.layout.display = self.numbers.layout.display = None
+        self.explanation = expl
+        with self.hold_sync():
+            self.summary, self.table, self.alt = shown.summary, shown.table, shown.alt
+            self.png = base64.b64encode(shown.png).decode("ascii")
+            self.problem = None
+            self.busy = False
         return expl
 
 
@@ -548,8 +587,8 @@ def translate_widget(trained: tr.Trained, text: str = EXAMPLE, k: int = 5) -> Tr
     """Type an English sentence, see its French translation, the weights α_ti and H_t.
 
     The widget opens with ``text`` already translated, so the built website shows
-    that result without a kernel; on Binder or Jupyter every new sentence (Enter
-    or the button) and every new beam size k is translated live.
+    that result without a kernel; in Jupyter, on Binder or on Colab every new sentence
+    (Enter or the button) and every new beam size k is translated live.
 
     Parameters
     ----------
@@ -563,7 +602,7 @@ def translate_widget(trained: tr.Trained, text: str = EXAMPLE, k: int = 5) -> Tr
     Returns
     -------
     TranslateWidget
-        An :class:`ipywidgets.VBox`; make it the last expression of a cell.
+        An anywidget; make it the last expression of a cell.
 
     See Also
     --------

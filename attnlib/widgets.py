@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import anywidget
-import ipywidgets as widgets
 import numpy as np
 import traitlets
 from matplotlib import colormaps
@@ -50,17 +49,6 @@ __all__ = [
 #: The front end shared by the three explorers.
 ESM = (ASSETS / "sliders.js").read_text(encoding="utf-8")
 CSS = (ASSETS / "sliders.css").read_text(encoding="utf-8")
-
-
-class _FigureImage(widgets.Image):
-    """An :class:`ipywidgets.Image` whose tooltip becomes the picture's accessible name.
-
-    The front end's tooltip code reads a ``description`` that a plain Image lacks,
-    so the trait is declared here; the tooltip is rendered as the ``<img>`` title.
-    (Used by the translate widget, :mod:`attnlib.translator`.)
-    """
-
-    description = traitlets.Unicode("").tag(sync=True)
 
 
 def _vector(x: ArrayLike, name: str) -> np.ndarray:

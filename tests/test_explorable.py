@@ -550,14 +550,18 @@ def test_every_control_works_by_keyboard_and_is_labelled(explorable_page: Explor
     assert not ex.problems, ex.problems
 
 
+def _assert_axe_finds_nothing(ex: Explorable, selector: str) -> None:
+    """axe-core on the widget ``selector``: no moderate, serious or critical violation."""
+    ex.page.add_script_tag(path=str(AXE))
+    violations = ex.page.evaluate(RUN_AXE_ON, [selector, ["moderate", "serious", "critical"]])
+    assert not violations, violations
+    assert not ex.problems, ex.problems
+
+
 @pytest.mark.slow
 def test_the_explorable_is_accessible(explorable_page: Explorable) -> None:
     """axe-core on the widget, colour contrast included, at both widths and in both modes."""
-    ex = explorable_page
-    ex.page.add_script_tag(path=str(AXE))
-    violations = ex.page.evaluate(RUN_AXE_ON, [".attn-drag", ["moderate", "serious", "critical"]])
-    assert not violations, violations
-    assert not ex.problems, ex.problems
+    _assert_axe_finds_nothing(explorable_page, ".attn-drag")
 
 
 def measure_moves(ex: Explorable, moves: int = 120) -> dict[str, list[float]]:
@@ -625,8 +629,14 @@ def test_the_built_page_is_the_chapter_with_the_explorable() -> None:
 
 
 def test_assets_are_small() -> None:
+    """A page carries its widget's front end (ES module and stylesheet) in its saved state."""
     sizes = {p.name: p.stat().st_size for p in Path(explorable.ASSETS).iterdir()}
-    assert sum(sizes.values()) < 40_000, sizes
+    fronts: dict[str, int] = {}
+    for name, size in sizes.items():
+        fronts[name.rsplit(".", 1)[0]] = fronts.get(name.rsplit(".", 1)[0], 0) + size
+    assert set(fronts) == {"attention_drag", "sliders", "translate"}, sizes
+    assert max(fronts.values()) < 20_000, fronts
+    assert sum(sizes.values()) < 50_000, sizes
 
 
 # =========================================================================== the slider explorers
@@ -698,18 +708,23 @@ JS_SLIDER_LAYOUT_COST = """
 """
 
 
-def _saved_state(view: str) -> dict:
-    """The explorer's model state as saved in its built page (the kernel's data, not the JS's)."""
-    html = (SITE / SLIDER_PAGES[view]).read_text(encoding="utf-8")
+def _saved_anywidgets(rel: str) -> list[dict]:
+    """The state of every anywidget saved in a built page (the kernel's data, not the JS's)."""
+    html = (SITE / rel).read_text(encoding="utf-8")
     m = re.search(
         r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', html, re.S
     )
-    assert m, f"no saved widget state in {SLIDER_PAGES[view]}"
-    states = [
+    assert m, f"no saved widget state in {rel}"
+    return [
         model["state"]
         for model in json.loads(m.group(1))["state"].values()
-        if model["model_module"] == "anywidget" and model["state"].get("view") == view
+        if model["model_module"] == "anywidget"
     ]
+
+
+def _saved_state(view: str) -> dict:
+    """The explorer's model state as saved in its built page."""
+    states = [s for s in _saved_anywidgets(SLIDER_PAGES[view]) if s.get("view") == view]
     assert len(states) == 1, f"expected one {view} explorer, found {len(states)}"
     return states[0]
 
@@ -1011,3 +1026,357 @@ def test_the_built_page_carries_the_current_front_end(view: str) -> None:
         )
     # the old kernel-rendered PNG widget is gone: nothing on the page waits for a kernel
     assert "@jupyter-widgets/controls" not in html or '"_model_name": "ImageModel"' not in html
+
+
+# =========================================================================== the translate form
+# attnlib.translator's TranslateWidget (chapter 17): one anywidget whose work is done by the
+# kernel. Without a site: its front end (translate.js) against a stand-in model in a blank page,
+# playing the kernel's part (answers to the "translate" message) and the static page's (no kernel).
+# With the built site: chapter 17 draws it without the widget manager from the saved state, and
+# says that translating needs the notebook running when the learner asks for a new sentence.
+
+TRANSLATE_PAGE = "chapters/17_real_alignments.html"
+STATIC_NOTE = "needs the notebook running"
+
+#: Loads translate.js as anywidget_static.js does and renders it against a stand-in model that
+#: records what the front end sends; ``window.fake`` lets the test answer as the kernel would.
+JS_FAKE_MODEL = """
+async ([src, values, isStatic]) => {
+  const url = URL.createObjectURL(new Blob([src], {type: 'text/javascript'}));
+  const widget = (await import(url)).default;
+  const handlers = {};
+  const sent = [];
+  const fire = (event, arg) => (handlers[event] || []).slice().forEach((f) => f(arg));
+  const model = {
+    get: (k) => values[k],
+    set(k, v) { values[k] = v; fire('change:' + k, v); fire('change', v); },
+    on(e, f) { (handlers[e] = handlers[e] || []).push(f); },
+    off(e, f) { handlers[e] = (handlers[e] || []).filter((g) => g !== f); },
+    save_changes() { sent.push({saved: true}); },
+    send(msg) { sent.push(msg); },
+    widget_manager: isStatic ? {static: true} : {},
+  };
+  window.fake = {model, sent, fire};
+  widget.render({model, el: document.getElementById('host')});
+}
+"""
+
+#: What the form shows, read off the DOM.
+JS_FORM = """
+(root) => {
+  const q = (s) => root.querySelector(s);
+  const label = (input) => root.querySelector(`label[for="${input.id}"]`).textContent;
+  const img = q('img.xp-tr__figure');
+  return {
+    sentence: q('input[type=text]').value,
+    sentenceLabel: label(q('input[type=text]')),
+    k: q('input[type=range]').valueAsNumber,
+    kMin: q('input[type=range]').min, kMax: q('input[type=range]').max,
+    kLabel: label(q('input[type=range]')),
+    kShown: q('output').textContent,
+    button: q('button').textContent, disabled: q('button').disabled,
+    busy: q('.xp-tr__out').getAttribute('aria-busy'),
+    summary: q('.xp-tr__summary').innerHTML,
+    summaryShown: !q('.xp-tr__summary').hidden,
+    table: q('.xp-tr__table').innerHTML,
+    tableShown: !q('.xp-tr__table').hidden && q('.xp-tr__table').offsetHeight > 0,
+    figure: img.getAttribute('src'), alt: img.alt,
+    figureShown: !img.hidden && img.offsetHeight > 0,
+    figureWidth: img.naturalWidth,
+    problem: q('[role=alert]').hidden ? null : q('[role=alert]').textContent,
+    note: q('[role=status]').textContent,
+  };
+}
+"""
+
+
+def _png_base64(width: int = 60, height: int = 40, colour: str = "navy") -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), colour).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _first_values() -> dict[str, Any]:
+    return {
+        "sentence": "The red car is mine.",
+        "k": 5,
+        "max_beam": 10,
+        "placeholder": "Type an English sentence",
+        "summary": "<p><b>French</b> (beam size k = 5): La voiture rouge est à moi.</p>",
+        "table": "<details><summary>The numbers</summary><table><tbody><tr><td>1</td></tr></tbody></table>"
+        "</details>",
+        "png": _png_base64(),
+        "alt": "Heatmap of the attention weights α_ti: first picture",
+        "problem": None,
+        "busy": False,
+    }
+
+
+class FakeForm:
+    """translate.js in a blank page, against a stand-in model (no kernel, no site)."""
+
+    def __init__(self, browser: Any, *, static: bool) -> None:  # noqa: F811
+        self.context = browser.new_context(viewport={"width": 900, "height": 900})
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
+        self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught: {exc}"))
+        self.page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body>')
+        css = (explorable.ASSETS / "translate.css").read_text(encoding="utf-8")
+        self.page.add_style_tag(content=css)
+        src = (explorable.ASSETS / "translate.js").read_text(encoding="utf-8")
+        self.values = _first_values()
+        self.page.evaluate(JS_FAKE_MODEL, [src, self.values, static])
+        self.root = self.page.wait_for_selector(".xp-tr")
+
+    def form(self) -> dict:
+        return self.page.evaluate(JS_FORM, self.root)
+
+    def sent(self) -> list[dict]:
+        return self.page.evaluate("window.fake.sent.slice()")
+
+    def kernel_sets(self, **values: Any) -> None:
+        """The kernel's updates arrive (one change event per trait, as Backbone fires them)."""
+        self.page.evaluate(
+            "(vs) => { for (const [k, v] of Object.entries(vs)) window.fake.model.set(k, v); }",
+            values,
+        )
+
+    def kernel_done(self) -> None:
+        self.page.evaluate("window.fake.fire('msg:custom', {type: 'done'})")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def fake_form(browser: Any) -> Iterator[FakeForm]:  # noqa: F811
+    form = FakeForm(browser, static=False)
+    try:
+        yield form
+    finally:
+        form.close()
+
+
+@pytest.mark.slow
+def test_translate_form_shows_the_model_and_is_labelled(fake_form: FakeForm) -> None:
+    f = fake_form.form()
+    first = _first_values()
+    assert f["sentence"] == first["sentence"]
+    assert f["sentenceLabel"] == "English sentence"
+    assert (f["k"], f["kMin"], f["kMax"], f["kShown"]) == (5, "1", "10", "5")
+    assert "k" in f["kLabel"].split()
+    assert f["button"] == "Translate"
+    assert not f["disabled"]
+    assert f["busy"] == "false"
+    assert f["summary"] == first["summary"]
+    assert f["table"] == first["table"]
+    assert f["figure"] == "data:image/png;base64," + first["png"]
+    assert f["figureWidth"] == 60
+    assert f["alt"] == first["alt"]
+    assert f["figureShown"]
+    assert f["tableShown"]
+    assert f["problem"] is None
+    assert f["note"] == ""
+    assert fake_form.sent() == []  # drawing sends nothing
+    assert not fake_form.problems, fake_form.problems
+
+
+@pytest.mark.slow
+def test_translate_form_asks_the_kernel_and_is_busy_until_it_answers(fake_form: FakeForm) -> None:
+    page = fake_form.page
+    box = fake_form.root.query_selector("input[type=text]")
+    box.fill("I see it.")
+    box.press("Enter")
+    assert fake_form.sent() == [{"type": "translate", "sentence": "I see it.", "k": 5}]
+    f = fake_form.form()
+    assert f["disabled"]
+    assert f["busy"] == "true"
+    assert "Translating" in f["note"]
+    # the kernel's answer: new traits, then "done"
+    png = _png_base64(90, 50, "orange")
+    new = {
+        "summary": "<p><b>French</b> (beam size k = 5): Je le vois.</p>",
+        "table": "<details><summary>t</summary></details>",
+        "png": png,
+        "alt": "Heatmap of the attention weights α_ti: second picture",
+        "sentence": "I see it.",
+    }
+    fake_form.kernel_sets(busy=True, **new)
+    assert fake_form.form()["disabled"]  # still the kernel's turn
+    fake_form.kernel_sets(busy=False)
+    fake_form.kernel_done()
+    f = fake_form.form()
+    assert not f["disabled"]
+    assert f["busy"] == "false"
+    assert f["note"] == ""
+    assert f["summary"] == new["summary"]
+    assert f["figure"] == "data:image/png;base64," + png
+    assert f["figureWidth"] == 90
+    assert f["alt"] == new["alt"]
+    # the button on an unchanged sentence asks again; so does a new k, from the keyboard
+    fake_form.root.query_selector("button").click()
+    fake_form.kernel_done()
+    fake_form.root.query_selector("input[type=range]").focus()
+    page.keyboard.press("ArrowRight")
+    assert fake_form.form()["kShown"] == "6"
+    fake_form.kernel_done()
+    assert fake_form.sent()[1:] == [
+        {"type": "translate", "sentence": "I see it.", "k": 5},
+        {"type": "translate", "sentence": "I see it.", "k": 6},
+    ]
+    assert not fake_form.problems, fake_form.problems
+
+
+@pytest.mark.slow
+def test_translate_form_shows_a_problem_without_the_old_figure(fake_form: FakeForm) -> None:
+    box = fake_form.root.query_selector("input[type=text]")
+    box.fill("   ")
+    box.press("Enter")
+    why = "There is nothing to translate: type an English sentence"
+    fake_form.kernel_sets(problem=why, summary="", table="", png="", alt="")
+    fake_form.kernel_done()
+    f = fake_form.form()
+    assert f["problem"] == f"Cannot translate: {why}"
+    assert not f["figureShown"]
+    assert not f["tableShown"]
+    assert not f["summaryShown"]
+    assert f["figure"] is None
+    assert not f["disabled"]
+    # and a result replaces it
+    fake_form.kernel_sets(**{k: v for k, v in _first_values().items() if k != "k"})
+    f = fake_form.form()
+    assert f["problem"] is None
+    assert f["figureShown"]
+    assert f["tableShown"]
+    assert not fake_form.problems, fake_form.problems
+
+
+@pytest.mark.slow
+def test_translate_form_knows_when_no_kernel_is_there(browser: Any) -> None:  # noqa: F811
+    form = FakeForm(browser, static=True)
+    try:
+        first = _first_values()
+        box = form.root.query_selector("input[type=text]")
+        box.fill("I see it.")
+        box.press("Enter")
+        f = form.form()
+        assert STATIC_NOTE in f["note"]
+        for needed in ("Binder", "Colab", f"“{first['sentence']}”", "k = 5"):
+            assert needed in f["note"], f["note"]
+        assert not f["disabled"]  # nothing pretends to be working
+        assert f["busy"] == "false"
+        assert f["summary"] == first["summary"]  # the saved translation stays
+        assert f["figure"] == "data:image/png;base64," + first["png"]
+        assert form.sent() == []
+        assert not form.problems, form.problems
+    finally:
+        form.close()
+
+
+def _saved_translate_state() -> dict:
+    states = _saved_anywidgets(TRANSLATE_PAGE)
+    assert len(states) == 1, f"expected one anywidget (the translate form), found {len(states)}"
+    return states[0]
+
+
+@pytest.mark.slow
+def test_the_built_translate_page_carries_the_current_front_end() -> None:
+    page = SITE / TRANSLATE_PAGE
+    if not page.is_file():
+        pytest.skip(f"no built site with {TRANSLATE_PAGE}: run `make book` first")
+    html = page.read_text(encoding="utf-8")
+    models = set(re.findall(r'"model_module":\s*"([^"]+)"', html))
+    assert models == {"anywidget", "@jupyter-widgets/base"}, models
+    assert "_static/anywidget_static.js" in html
+    assert "embed-amd.js" not in html
+    assert "require.js" not in html
+    state = _saved_translate_state()
+    for key, name in (("_esm", "translate.js"), ("_css", "translate.css")):
+        assert state[key] == (explorable.ASSETS / name).read_text(encoding="utf-8"), (
+            f"the built page has an old {name}: clear chapter 17's cached execution "
+            "(_build/.jupyter_cache) and rebuild"
+        )
+
+
+@pytest.fixture(
+    scope="module", params=[(1280, "light"), (390, "dark")], ids=lambda p: f"{p[0]}px-{p[1]}"
+)
+def translate_page(request: Any, browser: Any, site: str) -> Iterator[Explorable]:  # noqa: F811
+    if not (SITE / TRANSLATE_PAGE).is_file():
+        pytest.skip(f"no built site with {TRANSLATE_PAGE}: run `make book` first")
+    width, mode = request.param
+    page = Explorable(
+        browser, site, width, mode, page=TRANSLATE_PAGE, ready=".xp-tr img[src]", root=".xp-tr"
+    )
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+def test_the_translate_form_is_drawn_offline_and_says_it_needs_a_kernel(
+    translate_page: Explorable,
+) -> None:
+    ex = translate_page
+    loaded = [
+        u.split("?")[0]
+        for u in ex.page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+    ]
+    assert any(u.endswith("_static/anywidget_static.js") for u in loaded), loaded
+    manager = [u for u in loaded if u.endswith(("embed-amd.js", "require.js"))]
+    assert not manager, f"the widget manager was loaded: {manager}"
+    state = _saved_translate_state()
+    f = ex.page.evaluate(JS_FORM, ex.root)
+    assert (f["sentence"], f["k"]) == (state["sentence"], state["k"])
+    assert f["summary"] == state["summary"]
+    assert "French" in f["summary"]
+    assert f["table"] == state["table"]
+    assert f["figure"] == "data:image/png;base64," + state["png"]
+    assert f["figureShown"]
+    assert f["figureWidth"] > 300
+    assert f["alt"] == state["alt"]
+    assert f["problem"] is None
+    assert f["note"] == ""
+    box = ex.root.bounding_box()
+    width = ex.page.viewport_size["width"]
+    assert box is not None
+    assert box["x"] >= 0
+    assert box["x"] + box["width"] <= width + 0.5, f"overflows: {box}"
+    # a new sentence, by keyboard: a note, the saved translation unchanged, nothing busy
+    sentence = ex.root.query_selector("input[type=text]")
+    sentence.fill("I don't like tea.")
+    sentence.press("Enter")
+    after = ex.page.evaluate(JS_FORM, ex.root)
+    assert STATIC_NOTE in after["note"], after["note"]
+    assert "Binder" in after["note"]
+    assert "Colab" in after["note"]
+    assert after["summary"] == state["summary"]
+    assert after["figure"] == f["figure"]
+    assert after["table"] == state["table"]
+    assert not after["disabled"]
+    assert after["busy"] == "false"
+    # a new k says the same
+    ex.page.evaluate("(r) => { r.querySelector('[role=status]').textContent = ''; }", ex.root)
+    ex.root.query_selector("input[type=range]").focus()
+    ex.page.keyboard.press("ArrowLeft")
+    again = ex.page.evaluate(JS_FORM, ex.root)
+    assert again["kShown"] == str(state["k"] - 1)
+    assert STATIC_NOTE in again["note"]
+    assert again["summary"] == state["summary"]
+    # For review (not committed): the form after the note, per width and mode.
+    shots = ROOT / "tests" / "_artifacts" / "explorables"
+    shots.mkdir(parents=True, exist_ok=True)
+    ex.root.screenshot(path=str(shots / f"translate-{ex.label}.png"))
+    assert not ex.problems, ex.problems
+
+
+@pytest.mark.slow
+def test_the_translate_form_is_accessible(translate_page: Explorable) -> None:
+    _assert_axe_finds_nothing(translate_page, ".xp-tr")

@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "vocab": 0,  # token ids and vocabularies
     "alignment": 0,  # numbers that describe a heatmap's shape
     "runtime": 0,  # torch thread count and eval mode
+    "progress": 0,  # a training progress bar that leaves text, not a widget
     "colab": 0,  # the notebooks' install cell
     "claims": 0,  # claims checked against their evidence
     "data": 0,  # the English-French pairs, shipped as package data (no code)

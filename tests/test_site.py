@@ -16,8 +16,7 @@ only if it renders from the site's own files. Per page the test fails on
   ``package.json``), injected into the page.
 
 Page weight (issue 16, item 8): everything the pages request in Chromium, offline, summed per page:
-the median page at most 1.5 MB and every page with widgets at most 2.5 MB (the latter marked
-xfail(strict) while pages with ipywidgets still need the 3.6 MB widget manager); the theme's icons
+the median page at most 1.5 MB and every page with widgets at most 2.5 MB; the theme's icons
 are drawn by the cut-down Font Awesome webfont, with a glyph for every icon a page uses.
 
 A full-page screenshot per page goes to ``tests/_artifacts/site/`` for review (not committed).
@@ -297,15 +296,16 @@ def test_site_is_built() -> None:
 
 @pytest.mark.slow  # needs the built site: `make book` is the slow part
 def test_site_serves_its_own_javascript() -> None:
-    """The pinned widget manager, RequireJS and MathJax are in the site (html_extra_path)."""
+    """The pinned widget manager, RequireJS and MathJax's fonts are in the site (html_extra_path).
+
+    Formulas are typeset when the site is built (tests/test_static_math.py): the pages need
+    MathJax's web fonts, not its JavaScript."""
     vendor = SITE / "_vendor"
     for f in (
         "requirejs/require.js",
         "@jupyter-widgets/html-manager/dist/embed-amd.js",
-        "mathjax/es5/tex-mml-chtml.js",
-        "mathjax/es5/startup.js",  # the loader _config.yml's mathjax_path names
-        "mathjax/es5/core.js",
         "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff",
+        "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Math-Italic.woff",
     ):
         assert (vendor / f).is_file(), f"expected {f} in the built site's _vendor/, found none"
     assert not list((SITE / "_static").rglob("embed-amd.js")), "widget manager copied into _static/"
@@ -332,7 +332,7 @@ def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
         # Widgets are drawn asynchronously once the widget manager has loaded.
         with contextlib.suppress(PlaywrightTimeout):  # reported below, widget by widget
             page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
-        page.wait_for_load_state("networkidle", timeout=15_000)
+        page.wait_for_load_state("networkidle", timeout=30_000)
 
         for w in page.evaluate(WIDGET_REPORT):
             if not w["drawn"]:
@@ -552,7 +552,7 @@ def page_weight(browser: Any, server: str, rel: str) -> dict[str, Any]:
             visit.page.evaluate(WAIT_FOR_MATHJAX)
             with contextlib.suppress(PlaywrightTimeout):
                 visit.page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
-            visit.page.wait_for_load_state("networkidle", timeout=15_000)
+            visit.page.wait_for_load_state("networkidle", timeout=30_000)
             icons = visit.page.evaluate(ICONS_REPORT)
             sizes: dict[str, int] = {}
             for resp in responses:
@@ -583,11 +583,6 @@ def _heaviest(w: dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16 item 8 not met yet: a page with math still carries the theme's 0.40 MB "
-    "stylesheet and MathJax's 0.76 MB (median about 1.9 MB; see bench/README.md, bench_site)",
-)
 def test_median_page_weight(browser: Any, server: str) -> None:
     """Half the pages request at most MEDIAN_PAGE_LIMIT_MB, everything included, offline."""
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
@@ -643,11 +638,6 @@ def test_explorable_pages_stay_under_the_widget_page_limit(browser: Any, server:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 16 item 8 not met yet: chapters 16 (tqdm's bar) and 17 (the translate form) "
-    "hold ipywidgets, whose saved state needs the 3.6 MB widget manager",
-)
 def test_widget_page_weight(browser: Any, server: str) -> None:
     """Every page with saved widget state requests at most WIDGET_PAGE_LIMIT_MB, offline."""
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"

@@ -1,5 +1,7 @@
 """Tests for attnlib.translator: explain a sentence, draw it, and the translate-your-own widget.
 
+The widget's front end is tested in a browser in ``tests/test_explorable.py``.
+
 Most tests use a tiny *untrained* model built from the first 300 Tatoeba pairs (no
 checkpoint, well under a second): its translations are nonsense, but the contract is the
 same — the translation equals ``translate``'s, α has one row per output token and one
@@ -13,6 +15,7 @@ translation from ``Trained.translate``.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
 import io
@@ -22,6 +25,7 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import traitlets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ipywidgets import embed
@@ -31,6 +35,7 @@ from PIL import Image
 from attnlib import tatoeba as tb
 from attnlib import translation as tr
 from attnlib import translator as T
+from attnlib.explorable import ASSETS
 
 TINY = tr.Recipe(
     limit=300, test_sources=40, valid_sources=20, min_freq=1, emb=16, hidden=16, d_s=24, d_a=8,
@@ -254,49 +259,105 @@ def test_the_table_names_where_each_step_looks(tiny: tr.Trained, known: str) -> 
 
 
 # --------------------------------------------------------------------------- widget
+# The widget is one anywidget: the front end (translate.js) shows the synced traits; these tests
+# play the front end's part on the kernel side (its custom message, its state updates) and hold
+# the traits to explain() and render() computed here for the same sentence and k.
+
+
+def shows(w: T.TranslateWidget, trained: tr.Trained, text: str, k: int) -> None:
+    """The synced traits are what render(explain(text, k)) gives, and nothing is wrong."""
+    expected = T.render(T.explain(trained, text, k))
+    assert (w.sentence, w.k) == (text, k)
+    assert w.problem is None
+    assert w.summary == expected.summary
+    assert w.table == expected.table
+    assert w.alt == expected.alt
+    assert base64.b64decode(w.png, validate=True) == expected.png
+    assert html.escape(trained.translate([text], k=k)[0]) in w.summary
+    assert not w.busy
+    assert w.explanation is not None
+    assert (w.explanation.text, w.explanation.k) == (text, k)
+
+
+def ask(w: T.TranslateWidget, **content: object) -> list[object]:
+    """What the front end sends on Enter, the button or a new k; returns the widget's answers."""
+    answers: list[object] = []
+    w.send = answers.append  # type: ignore[method-assign]
+    try:
+        w._handle_custom_msg({"type": "translate", **content}, [])
+    finally:
+        del w.send
+    return answers
+
+
 def test_the_widget_opens_with_its_sentence_translated(tiny: tr.Trained, known: str) -> None:
     w = T.translate_widget(tiny, known, k=2)
-    assert w.explanation is not None
-    assert w.problem is None
-    assert html.escape(tiny.translate([known], k=2)[0]) in w.result.value
-    assert w.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert w.image.layout.display is None
+    shows(w, tiny, known, 2)
+    assert w.png.startswith(base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()[:8])
 
 
 def test_the_initial_state_is_in_the_embedded_widget_state(tiny: tr.Trained, known: str) -> None:
-    # What the built website shows without a kernel: the saved state of every model.
+    # What the built website shows without a kernel: the saved state of every model, all of
+    # them models anywidget_static.js draws without the widget manager.
     w = T.translate_widget(tiny, known, k=1)
-    state = embed.dependency_state(w, drop_defaults=True)
-    shown = [s["state"].get("value", "") for s in state.values() if s["model_name"] == "HTMLModel"]
-    assert any("French" in h for h in shown)
-    assert any("<table" in h for h in shown)
-    images = [s for s in state.values() if s["model_name"] == "ImageModel"]
-    assert len(images) == 1
-    assert [b["path"] for b in images[0]["buffers"]] == [["value"]]
-    assert len(images[0]["state"]["tooltip"]) > 40  # the image's accessible name
+    state = embed.dependency_state(w, drop_defaults=False)  # as nbclient saves it
+    models = {(s["model_module"], s["model_name"]) for s in state.values()}
+    assert models == {("anywidget", "AnyModel"), ("@jupyter-widgets/base", "LayoutModel")}
+    [saved] = [s for s in state.values() if s["model_module"] == "anywidget"]
+    assert not saved.get("buffers")  # the figure travels as base64 text in the state
+    values = saved["state"]
+    expected = T.render(T.explain(tiny, known, 1))
+    assert values["sentence"] == known
+    assert values["k"] == 1
+    assert values["summary"] == expected.summary
+    assert "French" in values["summary"]
+    assert "<table" in values["table"]
+    assert base64.b64decode(values["png"]) == expected.png
+    assert values["alt"] == expected.alt
+    assert len(values["alt"]) > 40  # the figure's accessible name
+    assert values["max_beam"] == T.MAX_BEAM
+    assert values.get("problem") is None
+    assert values["_esm"] == (ASSETS / "translate.js").read_text(encoding="utf-8")
+    assert values["_css"] == (ASSETS / "translate.css").read_text(encoding="utf-8")
 
 
-def test_a_new_sentence_or_beam_size_updates_the_output_area(tiny: tr.Trained, known: str) -> None:
+def test_a_new_sentence_or_beam_size_from_the_front_end_is_translated(
+    tiny: tr.Trained, known: str
+) -> None:
     w = T.translate_widget(tiny, known, k=1)
-    first_html, first_png = w.result.value, w.image.value
+    first_html, first_png = w.summary, w.png
     word = next(t for t in tb.tokenise(known, "en") if t.isalpha())  # in the vocabulary
-    w.sentence.value = f"Zorblax {word}."
-    assert w.result.value != first_html
-    assert w.image.value != first_png
-    assert "zorblax" in w.result.value
+    text = f"Zorblax {word}."
+    assert ask(w, sentence=text, k=1) == [{"type": "done"}]
+    shows(w, tiny, text, 1)
+    assert w.summary != first_html
+    assert w.png != first_png
+    assert "zorblax" in w.summary
     assert w.explanation is not None
     assert w.explanation.unknown == ("zorblax",)
-    w.beam.value = 2
-    assert w.explanation.k == 2
-    assert "k = 2" in w.result.value
+    assert ask(w, sentence=text, k=2.0) == [{"type": "done"}]  # JavaScript's numbers are floats
+    shows(w, tiny, text, 2)
+    assert "k = 2" in w.summary
+
+
+def test_setting_the_sentence_or_k_translates(tiny: tr.Trained, known: str) -> None:
+    """From Python, or as a plain state update from a front end: each change translates."""
+    w = T.translate_widget(tiny, known, k=1)
+    w.k = 2
+    shows(w, tiny, known, 2)
+    w.set_state({"sentence": f"{known} {known}"})
+    shows(w, tiny, f"{known} {known}", 2)
 
 
 def test_the_button_translates_again(tiny: tr.Trained, known: str) -> None:
+    """Translate on an unchanged sentence still translates, busy while it does."""
     w = T.translate_widget(tiny, known, k=1)
-    w.result.value = ""
-    w.button.click()
-    assert "French" in w.result.value
-    assert not w.button.disabled
+    w.summary = ""
+    seen: list[bool] = []
+    w.observe(lambda change: seen.append(change["new"]), names="busy")
+    assert ask(w, sentence=known, k=1) == [{"type": "done"}]
+    shows(w, tiny, known, 1)
+    assert seen == [True, False]
 
 
 @pytest.mark.parametrize(
@@ -311,16 +372,33 @@ def test_bad_input_is_a_message_not_a_traceback(
     tiny: tr.Trained, known: str, text: str, said: str
 ) -> None:
     w = T.translate_widget(tiny, known, k=1)
-    w.sentence.value = text  # must not raise
-    assert said in w.result.value
-    assert "Traceback" not in w.result.value
+    assert ask(w, sentence=text, k=1) == [{"type": "done"}]  # must not raise
+    assert w.problem is not None
+    assert said in w.problem
+    assert "Traceback" not in w.problem
     assert w.explanation is None
-    assert w.image.layout.display == "none"  # no stale heatmap beside the message
-    assert w.numbers.layout.display == "none"
-    w.sentence.value = known  # and it recovers
-    assert w.explanation is not None
-    assert w.image.layout.display is None
-    assert w.numbers.layout.display is None
+    assert (w.summary, w.table, w.png, w.alt) == ("", "", "", "")  # no stale heatmap
+    assert not w.busy
+    w.sentence = known  # and it recovers
+    shows(w, tiny, known, 1)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ({"sentence": "Hi.", "k": 0}, f"from 1 to {T.MAX_BEAM}"),
+        ({"sentence": "Hi.", "k": T.MAX_BEAM + 1}, f"from 1 to {T.MAX_BEAM}"),
+        ({"sentence": "Hi.", "k": 1.5}, "int"),
+        ({"sentence": None, "k": 1}, "must be text"),
+    ],
+)
+def test_a_bad_request_is_a_message(tiny: tr.Trained, known: str, content: dict, said: str) -> None:
+    w = T.translate_widget(tiny, known, k=3)
+    assert ask(w, **content) == [{"type": "done"}]
+    assert w.problem is not None
+    assert said in w.problem
+    assert w.explanation is None
+    assert (w.sentence, w.k) == (known, 3)  # a refused request changes neither
 
 
 def test_an_error_inside_the_callback_becomes_a_message(
@@ -334,25 +412,44 @@ def test_an_error_inside_the_callback_becomes_a_message(
     for name in ("explain", "render"):
         with monkeypatch.context() as patch:
             patch.setattr(T, name, broken)
-            w.button.click()  # must not raise
-        assert "Something went wrong" in w.result.value, name
-        assert "the decoder fell over" in w.result.value
-        assert "Traceback" not in w.result.value
+            assert ask(w, sentence=known, k=1) == [{"type": "done"}]  # must not raise
+            assert w.translate() is None
+        assert w.problem is not None
+        assert "Something went wrong" in w.problem, name
+        assert "the decoder fell over" in w.problem
+        assert "Traceback" not in w.problem
         assert w.explanation is None
-        assert not w.button.disabled
-    w.button.click()
-    assert "French" in w.result.value
+        assert w.png == ""
+        assert not w.busy
+    assert ask(w, sentence=known, k=1) == [{"type": "done"}]
+    shows(w, tiny, known, 1)
 
 
-def test_the_controls_are_labelled_and_work_from_the_keyboard(tiny: tr.Trained, known: str) -> None:
+def test_translate_returns_the_explanation_it_shows(tiny: tr.Trained, known: str) -> None:
+    w = T.translate_widget(tiny, known, k=2)
+    ex = w.translate()
+    assert ex is w.explanation
+    assert ex is not None
+    assert ex.translation == tiny.translate([known], k=2)[0]
+
+
+def test_other_messages_are_ignored(tiny: tr.Trained, known: str) -> None:
+    w = T.translate_widget(tiny, known, k=1)
+    before = w.get_state()
+    w._handle_custom_msg({"type": "something else", "sentence": "Hi."}, [])
+    w._handle_custom_msg("translate", [])
+    assert w.get_state() == before
+
+
+def test_the_beam_size_trait_refuses_values_outside_the_control(
+    tiny: tr.Trained, known: str
+) -> None:
     w = T.translate_widget(tiny, known, k=3)
-    assert w.sentence.description
-    assert not w.sentence.continuous_update  # Enter sends the sentence
-    assert "k" in w.beam.description.split()
-    assert (w.beam.min, w.beam.max, w.beam.value) == (1, T.MAX_BEAM, 3)
-    assert w.button.description == "Translate"
-    assert w.button.tooltip
-    assert "description" in w.image.get_state()  # the front end's tooltip code reads it
+    assert (w.max_beam, w.k) == (T.MAX_BEAM, 3)
+    for bad in (0, T.MAX_BEAM + 1, True):
+        with pytest.raises(traitlets.TraitError, match=f"from 1 to {T.MAX_BEAM}"):
+            w.k = bad
+    assert w.k == 3
 
 
 @pytest.mark.parametrize("k", [0, T.MAX_BEAM + 1, 2.0, True])
@@ -391,6 +488,7 @@ def test_the_shipped_widget_shows_the_example(shipped: tr.Trained) -> None:
     assert w.explanation is not None
     french = shipped.translate([T.EXAMPLE], k=5)[0]
     assert w.explanation.translation == french
+    shows(w, shipped, T.EXAMPLE, 5)
 
 
 @pytest.mark.slow

@@ -153,11 +153,3 @@ def test_temperature_sharper_means_lower_entropy_and_the_slider_stays_in_range()
         ex.beta = -0.5
     with pytest.raises(ValueError, match="T_x ≥ 2"):
         widgets.temperature_explorer([1.0])
-
-
-def test_the_translate_widget_image_keeps_its_accessible_name() -> None:
-    """translator.TranslateWidget draws its heatmap with this Image: the tooltip names it."""
-    image = widgets._FigureImage(value=b"", format="png", tooltip="a heatmap of α_ti")
-    state = image.get_state()
-    assert state["tooltip"] == "a heatmap of α_ti"
-    assert "description" in state  # the front end's tooltip code reads it

@@ -7,6 +7,12 @@
 // with get / set / on / off / save_changes, which this file provides over the saved values. There is
 // no kernel on a static page, so save_changes and send have nowhere to go and do nothing.
 //
+// A front end can tell it is on such a page: its model's `widget_manager` is `{static: true}`
+// (in Jupyter, on Binder and on Colab it is the real widget manager, which has no `static`).
+// Test it as `Boolean(model.widget_manager && model.widget_manager.static)`. A widget whose work
+// is done by the kernel (attnlib.translator's translate form) uses it to say that the page must be
+// run for that, instead of looking as if it were working.
+//
 // Like the widget manager, each view is drawn into a <div class="widget-subarea"> placed right
 // before its <script type="application/vnd.jupyter.widget-view+json">.
 (function () {
@@ -37,9 +43,9 @@
           handlers.set(e, (handlers.get(e) || []).filter(([f]) => fn && f !== fn));
         }
       },
-      save_changes() {},
-      send() {},
-      widget_manager: {},
+      save_changes() {}, // no kernel to save to
+      send() {}, // no kernel to send to
+      widget_manager: { static: true }, // the flag above: no kernel, no widget manager
     };
     return self;
   }

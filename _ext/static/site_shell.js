@@ -19,9 +19,9 @@
  * 5. Printing opens the dropdowns (answers), and closes again those it opened afterwards (CSS in
  *    offline_site.css does the same where ::details-content is supported).
  * 6. Display formulas that scroll sideways can be reached with the keyboard. MathJax's menu made
- *    every formula focusable; the site loads MathJax without its menu (0.4 MB, _config.yml), so
- *    once the page is typeset each display formula gets tabindex="0" (axe:
- *    scrollable-region-focusable), and arrow keys scroll it.
+ *    every formula focusable; the site's formulas are typeset when it is built, with no menu
+ *    (_ext/static_math.py), so each display formula gets tabindex="0" once the page has loaded
+ *    (axe: scrollable-region-focusable), and arrow keys scroll it.
  */
 (function () {
   "use strict";
@@ -173,6 +173,8 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     var mj = window.MathJax;
+    // formulas typeset when the site was built (_ext/static_math.py) are there already
     if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(focusableFormulas);
+    else focusableFormulas();
   });
 })();
