@@ -388,10 +388,10 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
             hist.epoch_train_loss.append(sum(losses) / max(len(losses), 1))
             v = validation_loss(model, data.valid) if data.valid else hist.epoch_train_loss[-1]
             hist.valid_loss.append(v)
-            if progress:
+            if progress:  # no clock time in the line: a page built twice shows the same text
                 print(
                     f"epoch {epoch}: train loss {hist.epoch_train_loss[-1]:.3f}, "
-                    f"valid loss {v:.3f} ({time.perf_counter() - start:.0f} s)"
+                    f"valid loss {v:.3f} ({hist.steps} steps)"
                 )
             if v < best:
                 best, bad, hist.best_epoch = v, 0, epoch

@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,12 @@ class PageVisit:
         self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
         self.page.on("requestfailed", self._request_failed)
         self.page.on("response", self._response)
+        # requests under way, and when the last one started or ended (see settle)
+        self._inflight: dict[Any, str] = {}
+        self._last_activity = time.monotonic()
+        self.page.on("request", self._started)
+        self.page.on("requestfinished", self._ended)
+        self.page.on("requestfailed", self._ended)
 
     def _route(self, route: Any) -> None:
         url = route.request.url
@@ -169,6 +176,30 @@ class PageVisit:
     def _response(self, response: Any) -> None:
         if response.status >= 400:
             self.problems.append(f"HTTP {response.status}: {response.url}")
+
+    def _started(self, request: Any) -> None:
+        self._inflight[request] = request.url
+        self._last_activity = time.monotonic()
+
+    def _ended(self, request: Any) -> None:
+        self._inflight.pop(request, None)
+        self._last_activity = time.monotonic()
+
+    def settle(self, timeout_s: float = 60.0, quiet_s: float = 0.5) -> None:
+        """Wait until the page has loaded, its fonts are ready and no request has started or
+        ended for ``quiet_s`` (what Playwright's "networkidle" means). Tracked here from the
+        page's own request events: on a loaded machine Playwright's signal was seen never to come
+        for pages whose requests had all finished."""
+        deadline = time.monotonic() + timeout_s
+        self.page.wait_for_load_state("load", timeout=timeout_s * 1000)
+        self.page.evaluate("document.fonts.ready.then(() => true)")
+        while self._inflight or time.monotonic() - self._last_activity < quiet_s:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{self.rel}: requests still under way after {timeout_s:.0f} s: "
+                    f"{sorted(self._inflight.values())[:5]}"
+                )
+            self.page.wait_for_timeout(100)
 
     def close(self) -> None:
         self.context.close()
@@ -332,7 +363,7 @@ def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
         # Widgets are drawn asynchronously once the widget manager has loaded.
         with contextlib.suppress(PlaywrightTimeout):  # reported below, widget by widget
             page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
-        page.wait_for_load_state("networkidle", timeout=30_000)
+        visit.settle()
 
         for w in page.evaluate(WIDGET_REPORT):
             if not w["drawn"]:
@@ -552,7 +583,7 @@ def page_weight(browser: Any, server: str, rel: str) -> dict[str, Any]:
             visit.page.evaluate(WAIT_FOR_MATHJAX)
             with contextlib.suppress(PlaywrightTimeout):
                 visit.page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
-            visit.page.wait_for_load_state("networkidle", timeout=30_000)
+            visit.settle()
             icons = visit.page.evaluate(ICONS_REPORT)
             sizes: dict[str, int] = {}
             for resp in responses:

@@ -142,7 +142,7 @@ def measured(browser: Any, server: str, rel: str) -> dict[str, Any]:  # noqa: F8
         visit = PageVisit(browser, server, rel)
         try:
             visit.page.goto(server + rel, wait_until="load", timeout=30_000)
-            visit.page.wait_for_load_state("networkidle", timeout=30_000)
+            visit.settle()
             _MEASURED[rel] = visit.page.evaluate(MEASURE)
         finally:
             visit.close()
