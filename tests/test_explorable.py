@@ -586,9 +586,13 @@ def measure_moves(ex: Explorable, moves: int = 120) -> dict[str, list[float]]:
 def test_a_move_costs_less_than_a_frame(explorable_page: Explorable) -> None:
     costs = measure_moves(explorable_page)
     assert len(costs["mouse"]) >= 60, f"only {len(costs['mouse'])} of 120 mouse moves were timed"
-    # The typical move must fit in a frame, including style and layout. Of the mouse moves (the
-    # widget's own work, event to redrawn figure) 95 in 100 must: on a machine shared with other
-    # jobs a few moves wait for a core, which is not the widget's cost.
+    _assert_moves_fit_a_frame(costs)
+
+
+def _assert_moves_fit_a_frame(costs: dict[str, list[float]]) -> None:
+    """The typical move must fit in a frame, including style and layout. Of the mouse moves (the
+    widget's own work, event to redrawn figure) 95 in 100 must: on a machine shared with other
+    jobs a few moves wait for a core, which is not the widget's cost."""
     mouse, layout = np.array(costs["mouse"]), np.array(costs["layout"])
     assert np.median(layout) <= FRAME_MS, f"with layout: median {np.median(layout):.2f} ms"
     assert np.median(mouse) <= FRAME_MS, f"mouse: median {np.median(mouse):.2f} ms"
@@ -997,14 +1001,9 @@ def measure_slider_moves(ex: SliderExplorer, moves: int = 120) -> dict[str, list
 @pytest.mark.slow
 def test_a_slider_move_costs_less_than_a_frame(slider_page: SliderExplorer) -> None:
     costs = measure_slider_moves(slider_page)
-    mouse, layout = np.array(costs["mouse"]), np.array(costs["layout"])
     # a drag over a slider with few values (the step slider) fires one event per new value only
-    assert len(mouse) >= 5, f"only {len(mouse)} mouse moves changed the slider"
-    assert np.median(layout) <= FRAME_MS, f"with layout: median {np.median(layout):.2f} ms"
-    assert np.median(mouse) <= FRAME_MS, f"mouse: median {np.median(mouse):.2f} ms"
-    # 95 in 100 mouse moves (the widget's own work) must fit too; a few may wait for a core
-    p95 = float(np.percentile(mouse, 95))
-    assert p95 <= FRAME_MS, f"mouse: 95th percentile {p95:.2f} ms > {FRAME_MS} ms"
+    assert len(costs["mouse"]) >= 5, f"only {len(costs['mouse'])} mouse moves changed the slider"
+    _assert_moves_fit_a_frame(costs)
 
 
 @pytest.mark.slow
