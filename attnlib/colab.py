@@ -1,29 +1,31 @@
-"""The install cell that lets a chapter or an exercise run where attnlib is missing.
+"""The install cell: the first code cell of every chapter and exercise.
 
-Colab (and any Jupyter without the course's environment) opens a notebook on its
-own, without the repository around it. So the first code cell of every chapter
-and every exercise installs the course package from git when ``import attnlib``
-fails, and does nothing where it is installed (the website's build, Binder, a
-local ``make book``). This module holds that cell's one template,
-:func:`install_cell`, and the repository it installs from, :func:`repository`
-(``repository.url`` and ``repository.branch`` in ``_config.yml``).
+A notebook is used in two flavours. The **source** flavour is what the repository commits
+and what the website's build executes: attnlib is installed there (``make book``), so its
+first code cell only imports it (and, in an exercise, makes the ``grader``). The **live**
+flavour is what a learner opens from the website's Binder and Colab buttons or the
+notebooks' zip (``_ext/live_notebooks.py`` writes it at build time): there the course package
+may be missing, so the same cell installs it with IPython's ``%pip``, from the repository the
+course is published from, at the commit the website was built from, and never touches a
+package that is already installed (Colab's ipywidgets stays as it is).
 
-In a chapter the install cell is a code cell of its own, first of all code
-cells and tagged ``remove-cell``: it runs when the book executes, but the
-website does not show it. ``python -m attnlib.colab`` (``make chapters``)
-writes it into every ``chapters/*.ipynb``; a second run changes nothing.
-The exercises get their variant from ``make exercises``
+This module holds both flavours of that cell, :func:`source_cell` and :func:`install_cell`,
+and the repository named in ``_config.yml``, :func:`repository`. In a chapter the cell is a
+code cell of its own, first of all code cells and tagged ``remove-cell``: it runs when the
+book executes, but the website does not show it. ``python -m attnlib.colab``
+(``make chapters``) writes the source flavour into every ``chapters/*.ipynb``; a second run
+changes nothing. The exercises get theirs from ``make exercises``
 (:func:`attnlib.grading.build`).
 
 Examples
 --------
 >>> from attnlib import colab
->>> print(colab.install_cell(url="https://github.com/o/r", branch="main"))
-# Where the course package is missing (on Colab, say), this installs it first, with myst-nb.
+>>> print(colab.install_cell(url="https://github.com/o/r", ref="v1.0"))
+# Where the course package is missing (on Colab, say), this installs it first (about a minute).
 try:
     import attnlib
 except ModuleNotFoundError:
-    %pip install --quiet myst-nb "attnlib @ git+https://github.com/o/r@main"
+    %pip install --quiet "attnlib @ git+https://github.com/o/r@v1.0"
 
 See Also
 --------
@@ -37,7 +39,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CELL_ID", "CELL_TAG", "install_cell", "repository", "write_chapters"]
+__all__ = ["CELL_ID", "CELL_TAG", "install_cell", "repository", "source_cell", "write_chapters"]
 
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,22 +49,34 @@ CELL_ID = "install-attnlib"
 CELL_TAG = "remove-cell"
 """The myst-nb tag that keeps the install cell off the website; it still runs."""
 
-_TEMPLATE = """\
+_SOURCE_CHAPTER = """\
+# The course package (installed by the README's set-up). The copies of this notebook that the
+# website's Binder and Colab buttons open install it here where it is missing.
+import attnlib"""
+
+_SOURCE_EXERCISE = """\
+# Set up the checks. The copies of this notebook that the website's Binder and Colab buttons
+# open first install the course package here where it is missing.
+from attnlib.grading import student_notebook
+
+grader = student_notebook("{name}.ipynb")"""
+
+_LIVE = """\
 {comment}
 try:
-{imports}
+    import attnlib
 except ModuleNotFoundError:
-    %pip install --quiet {others}"attnlib{extras} @ git+{url}@{branch}"{after}"""
+    %pip install --quiet "attnlib @ git+{url}@{ref}"{after}"""
 
-_CHAPTER_COMMENT = (
-    "# Where the course package is missing (on Colab, say), this installs it first, with myst-nb."
+_LIVE_CHAPTER = (
+    "# Where the course package is missing (on Colab, say), this installs it first (about a minute)."
 )
 
-_EXERCISE_COMMENT = """\
-# Set up the checks. Where the course package or otter-grader is missing (on Colab, say),
-# this installs them first; it takes about a minute the first time."""
+_LIVE_EXERCISE = """\
+# Set up the checks. Where the course package is missing (on Colab, say), this installs it
+# first; it takes about a minute the first time."""
 
-_EXERCISE_AFTER = """
+_LIVE_AFTER = """
 from attnlib.grading import student_notebook
 
 grader = student_notebook("{name}.ipynb")"""
@@ -89,49 +103,61 @@ def repository(config: Path | None = None) -> tuple[str, str]:
     return data["repository"]["url"], data["repository"].get("branch", "main")
 
 
-def install_cell(
-    exercise: str | None = None, *, url: str | None = None, branch: str | None = None
-) -> str:
-    """The source of the first code cell: a chapter's, or exercise ``exercise``'s.
-
-    The cell imports what the notebook needs from the course package and, where
-    that raises ``ModuleNotFoundError``, installs the package from git with
-    IPython's ``%pip``. A chapter's cell also installs myst-nb (the chapters
-    ``glue`` their numbers into the prose); an exercise's installs
-    ``attnlib[exercises]`` (otter-grader) and then makes the exercise's ``grader``.
+def source_cell(exercise: str | None = None) -> str:
+    """The first code cell as the repository commits it: import, no install.
 
     Parameters
     ----------
     exercise : str, optional
         The exercise's notebook name without ``.ipynb`` (e.g. ``"01_masked_softmax"``);
         ``None`` (default) for the chapters' cell.
-    url, branch : str, optional
-        Where to install from (default: :func:`repository`).
+
+    Returns
+    -------
+    str
+        Python source, without a trailing newline.
+    """
+    if exercise is None:
+        return _SOURCE_CHAPTER
+    return _SOURCE_EXERCISE.format(name=exercise)
+
+
+def install_cell(exercise: str | None = None, *, url: str, ref: str) -> str:
+    """The first code cell of a live notebook: install the course where it is missing.
+
+    The cell imports attnlib and, only where that raises ``ModuleNotFoundError``,
+    installs it with IPython's ``%pip`` from ``url`` at ``ref``. pip leaves every
+    dependency that is already installed as it is (no ``--upgrade``), and attnlib's
+    ranges admit what Colab ships, so nothing is replaced under a running kernel.
+    An exercise's cell then makes the exercise's ``grader``.
+
+    Parameters
+    ----------
+    exercise : str, optional
+        The exercise's notebook name without ``.ipynb``; ``None`` (default) for a chapter.
+    url : str
+        The repository the course is published from, e.g. ``"https://github.com/o/r"``.
+    ref : str
+        The tag or commit the website was built from.
 
     Returns
     -------
     str
         IPython source, without a trailing newline.
+
+    Raises
+    ------
+    ValueError
+        If ``url`` or ``ref`` is empty or holds a quote or white space.
     """
-    if url is None or branch is None:
-        config_url, config_branch = repository()
-        url, branch = url or config_url, branch or config_branch
+    for what, value in (("url", url), ("ref", ref)):
+        if not value or any(ch.isspace() or ch in "\"'" for ch in value):
+            raise ValueError(f"the install cell needs a plain {what}, got {value!r}")
     if exercise is None:
-        comment, modules, after = _CHAPTER_COMMENT, ["attnlib"], ""
-        others, extras = "myst-nb ", ""
+        comment, after = _LIVE_CHAPTER, ""
     else:
-        comment, modules = _EXERCISE_COMMENT, ["attnlib.grading", "otter"]
-        others, extras = "", "[exercises]"
-        after = _EXERCISE_AFTER.format(name=exercise)
-    return _TEMPLATE.format(
-        comment=comment,
-        imports="\n".join(f"    import {module}" for module in modules),
-        others=others,
-        extras=extras,
-        url=url,
-        branch=branch,
-        after=after,
-    )
+        comment, after = _LIVE_EXERCISE, _LIVE_AFTER.format(name=exercise)
+    return _LIVE.format(comment=comment, url=url.rstrip("/"), ref=ref, after=after)
 
 
 def _code_cell(source: str) -> dict:
@@ -146,10 +172,8 @@ def _code_cell(source: str) -> dict:
     }
 
 
-def write_chapters(
-    chapters: Path | None = None, *, url: str | None = None, branch: str | None = None
-) -> list[Path]:
-    """Put the install cell first among the code cells of every chapter notebook.
+def write_chapters(chapters: Path | None = None) -> list[Path]:
+    """Put the install cell's source flavour first among the code cells of every chapter.
 
     A cell with id :data:`CELL_ID` is replaced wherever it is; otherwise the
     cell goes in front of the first code cell. The JSON keeps the layout the
@@ -160,8 +184,6 @@ def write_chapters(
     ----------
     chapters : Path, optional
         Folder of chapter notebooks (default ``chapters/``).
-    url, branch : str, optional
-        Where to install from (default: :func:`repository`).
 
     Returns
     -------
@@ -173,7 +195,7 @@ def write_chapters(
     ValueError
         If a notebook has no code cell to put the install cell before.
     """
-    source = install_cell(url=url, branch=branch)
+    source = source_cell()
     changed = []
     for path in sorted(Path(chapters or _ROOT / "chapters").glob("*.ipynb")):
         text = path.read_text(encoding="utf-8")

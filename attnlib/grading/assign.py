@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attnlib.colab import install_cell, repository
+from attnlib.colab import source_cell
 from attnlib.grading.notebook import CHECKS_DIR
 
 __all__ = ["build"]
@@ -44,12 +44,12 @@ def _normalise_student(nb: Any, name: str) -> Any:
     return nb
 
 
-def _set_init_cell(nb: Any, name: str, url: str, branch: str) -> None:
-    """Replace otter's first cell with one that also works where the notebook is not on disk."""
+def _set_init_cell(nb: Any, name: str) -> None:
+    """Replace otter's first cell with the course's (it also works where the notebook is not on disk)."""
     first = nb.cells[0]
     if not first.source.startswith("# Initialize Otter"):
         raise RuntimeError(f"{name}: otter assign no longer starts with its init cell")
-    first.source = install_cell(name, url=url, branch=branch)
+    first.source = source_cell(name)
 
 
 def _title_first(nb: Any, name: str) -> None:
@@ -120,7 +120,6 @@ def build(
     students = Path(students or root / "exercises")
     out = Path(out or root / "exercises" / "_build")
     checks = Path(checks or CHECKS_DIR)
-    url, branch = repository()
     written = []
     students.mkdir(parents=True, exist_ok=True)
     for src in sorted(sources.glob("*.ipynb")):
@@ -141,7 +140,7 @@ def build(
                     f"otter assign failed on {src.name}:\n{proc.stdout}\n{proc.stderr}"
                 )
             nb = nbformat.read(dist / "student" / f"{name}.ipynb", as_version=4)
-            _set_init_cell(nb, name, url, branch)
+            _set_init_cell(nb, name)
             _title_first(nb, name)
             student = students / f"{name}.ipynb"
             nbformat.write(_normalise_student(nb, name), student)
@@ -152,7 +151,7 @@ def build(
             written.append(student)
             (out / "solutions").mkdir(parents=True, exist_ok=True)
             solved = nbformat.read(dist / "autograder" / f"{name}.ipynb", as_version=4)
-            _set_init_cell(solved, name, url, branch)
+            _set_init_cell(solved, name)
             _title_first(solved, name)
             nbformat.write(_normalise_student(solved, name), out / "solutions" / f"{name}.ipynb")
     return written
