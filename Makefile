@@ -26,15 +26,23 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# Where the course is published (attnlib/colab.py, resolve(); the build logs what it chose):
+#   make book REPO=owner/name   the repository (default: GITHUB_REPOSITORY, else _config.yml)
+#   SITE_URL=https://...        the website (default: https://OWNER.github.io/NAME/)
+#   REF=v1.0                    what the live notebooks install (default: tag or commit at HEAD)
+book: export COURSE_REPOSITORY = $(REPO)
+book: export COURSE_SITE_URL = $(SITE_URL)
+book: export COURSE_REF = $(REF)
 book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(MAKE) --no-print-directory bundle
 
 # Every chapter and exercise notebook in one zip with a one-line set-up (attnlib/bundle.py),
-# served by the site next to intro.html, which links it. Part of `make book`.
+# served by the site next to intro.html, which links it. Part of `make book`: it zips the live
+# copies that build wrote (_build/live), with their repository and ref.
 .PHONY: bundle
 bundle: $(STAMP)
-	$(BIN)/python -m attnlib.bundle _build/html/attention-course-notebooks.zip
+	$(BIN)/python -m attnlib.bundle _build/html/attention-course-notebooks.zip --live _build/live
 
 LINTED := attnlib tests bench _ext
 lint: $(STAMP)
@@ -56,9 +64,29 @@ sandbox:
 	@command -v bwrap >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq bubblewrap >/dev/null; }
 
-# Every test, tests/test_binder.py included (a fresh environment from binder/ alone, ~5-10 min).
-test: book lint typecheck browser sandbox
-	$(BIN)/python -m pytest -n 2 --nbmake tests chapters exercises
+# pytest as `make test` and `make check` run it: one worker per core, each taking the next test
+# as it frees up, the 25 slowest listed at the end, and every notebook nbmake runs without an
+# error kept for the book build (tests/executed_notebooks.py).
+# nbmake's limit per cell is a backstop against a real hang, far above what a busy machine takes.
+PYTEST := $(BIN)/python -m pytest -n auto --dist worksteal --durations=25 -p tests.executed_notebooks \
+	--nbmake-timeout=1800
+
+# Every test, in three steps so that each notebook is executed once per run:
+#   1. nbmake executes every notebook under chapters/ and exercises/ (a failing claim fails here);
+#   2. the site is built from those runs (_ext/notebook_cache.py takes them into the notebook
+#      cache; the build executes only a notebook whose code changed since), warnings are errors;
+#   3. every test under tests/, the site's and Binder's included.
+test: lint typecheck browser sandbox $(STAMP) $(NODE_STAMP)
+	@rm -rf _build/.executed
+	$(PYTEST) --nbmake chapters exercises
+	$(MAKE) --no-print-directory book
+	$(PYTEST) tests
+
+# `make test` while two CPU-bound processes share the cores (BUSY=N for another number); the
+# load average it saw and the outcome are in _build/test-under-load.log.
+.PHONY: test-under-load
+test-under-load:
+	.ci/test-under-load
 
 # The notebooks changed in the work tree: against git HEAD (deleted ones aside), and untracked.
 CHANGED_NOTEBOOKS = $(sort $(filter %.ipynb,$(shell \
@@ -68,7 +96,7 @@ CHANGED_NOTEBOOKS = $(sort $(filter %.ipynb,$(shell \
 # The fast loop: what `make test` runs less the tests marked slow (over ~1 s, or needing the
 # built site) and the notebooks nobody touched. No site build, no browser.
 check: lint typecheck sandbox
-	$(BIN)/python -m pytest -n 2 -m "not slow" tests $(if $(CHANGED_NOTEBOOKS),--nbmake $(CHANGED_NOTEBOOKS))
+	$(PYTEST) -m "not slow" tests $(if $(CHANGED_NOTEBOOKS),--nbmake $(CHANGED_NOTEBOOKS))
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
 # The hidden cases are drawn from a private seed: ATTNLIB_GRADING_SEED=... make grade
@@ -95,11 +123,21 @@ bench: $(STAMP)
 # they are read here with tomllib (an {include-group} entry is skipped: that group is listed too).
 GROUPS := import tomllib; groups = tomllib.load(open("pyproject.toml", "rb"))["dependency-groups"]; \
 	print("\n".join(r for g in groups.values() for r in g if isinstance(r, str)))
+# Then Binder's learner-only pins are derived from them (binder/learner_pins.py; `make binder`).
 pin: $(STAMP)
 	$(BIN)/python -c '$(GROUPS)' > $(VENV)/groups.txt
 	$(PIP) install --quiet --upgrade -e ".[exercises,instructor]" -r $(VENV)/groups.txt
 	{ head -n 3 requirements.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^attnlib'; } > requirements.txt.new
 	mv requirements.txt.new requirements.txt
+	$(MAKE) --no-print-directory binder
+
+# Binder's environment: the pins of requirements.txt that attnlib needs at run time, nothing for
+# the book, the tests or the linters (tests/test_binder.py checks the file is what this writes).
+# Phony: binder/ is also a folder.
+.PHONY: binder
+binder: $(STAMP)
+	$(BIN)/python binder/learner_pins.py > binder/requirements.txt.new
+	mv binder/requirements.txt.new binder/requirements.txt
 
 clean:
 	rm -rf _build

@@ -2,17 +2,20 @@
 
 ``make book`` builds the website and then this zip into it
 (``_build/html/attention-course-notebooks.zip``); the introduction links it. The zip holds
-the notebooks of ``_toc.yml`` in their folders (``chapters/``, ``exercises/``), without
-outputs, and a ``README.md`` whose one set-up line installs what they import: the course
-package from the repository, as the chapters' Colab install cell does (:mod:`attnlib.colab`),
-with the exercises' checks (otter-grader), myst-nb (the chapters ``glue`` their numbers) and
-JupyterLab to open them. The zip is reproducible: the same notebooks give the same bytes.
+the live copies of the notebooks (``_build/live``, written by the website's build,
+``_ext/live_notebooks.py``): the notebooks of ``_toc.yml`` in their folders (``chapters/``,
+``exercises/``), without outputs, their prose in plain Jupyter Markdown with the website's
+numbers, their first cell installing the course package where it is missing. A ``README.md``
+says how to set up: one line that installs JupyterLab and the course package from the
+repository, at the tag or commit the website was built from (the same as the install cells;
+the exercises' checks need nothing more). The zip is reproducible: the same live tree gives the
+same bytes.
 
 Examples
 --------
 >>> from attnlib import bundle
->>> bundle.setup_line(url="https://github.com/o/r", branch="main")
-'pip install jupyterlab myst-nb "attnlib[exercises] @ git+https://github.com/o/r@main"'
+>>> bundle.setup_line(url="https://github.com/o/r", ref="v1.0")
+'pip install jupyterlab "attnlib @ git+https://github.com/o/r@v1.0"'
 
 See Also
 --------
@@ -27,7 +30,18 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["FOLDER", "NAME", "build", "clean_notebook", "setup_line", "toc_notebooks"]
+from attnlib import colab
+
+__all__ = [
+    "FOLDER",
+    "LIVE",
+    "MANIFEST",
+    "NAME",
+    "build",
+    "clean_notebook",
+    "setup_line",
+    "toc_notebooks",
+]
 
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +50,12 @@ NAME = "attention-course-notebooks.zip"
 
 FOLDER = "attention-course"
 """The one folder the zip unpacks into."""
+
+LIVE = _ROOT / "_build" / "live"
+"""The live copies the website's build writes (``_ext/live_notebooks.py``)."""
+
+MANIFEST = ".course-build.json"
+"""What the build resolved (repository, ref, the notebooks), in the live tree."""
 
 #: Every entry's timestamp (the earliest a zip can store): the bytes do not depend on the day.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -74,25 +94,28 @@ def toc_notebooks(root: Path | None = None) -> list[Path]:
     return found
 
 
-def setup_line(*, url: str | None = None, branch: str | None = None) -> str:
+def setup_line(*, url: str, ref: str) -> str:
     """The one shell line that installs what every notebook of the zip imports.
 
     Parameters
     ----------
-    url, branch : str, optional
-        The course repository (default: ``repository.url`` and ``.branch`` of ``_config.yml``).
+    url : str
+        The course repository, e.g. ``"https://github.com/o/r"``.
+    ref : str
+        The tag or commit the website (and the notebooks' install cells) was built from.
 
     Returns
     -------
     str
-        ``pip install jupyterlab myst-nb "attnlib[exercises] @ git+URL@BRANCH"``.
-    """
-    from attnlib.colab import repository
+        ``pip install jupyterlab "attnlib @ git+URL@REF"``.
 
-    if url is None or branch is None:
-        config_url, config_branch = repository()
-        url, branch = url or config_url, branch or config_branch
-    return f'pip install jupyterlab myst-nb "attnlib[exercises] @ git+{url}@{branch}"'
+    Raises
+    ------
+    ValueError
+        If ``url`` or ``ref`` is empty or holds a quote or white space.
+    """
+    colab.plain_source(url, ref, "the set-up line")
+    return f'pip install jupyterlab "attnlib @ git+{url.rstrip("/")}@{ref}"'
 
 
 def clean_notebook(text: str) -> str:
@@ -131,12 +154,13 @@ def _title(text: str) -> str:
     return ""
 
 
-def _readme(notebooks: Sequence[tuple[Path, str]], line: str) -> str:
+def _readme(notebooks: Sequence[tuple[Path, str]], line: str, site: str) -> str:
     listing = "\n".join(f"- `{path.as_posix()}`: {title}" for path, title in notebooks)
     return f"""# Attention, run and checked: the notebooks
 
-Every chapter and exercise of the course, to run in your own Jupyter. Set up once, in a fresh
-virtual environment with Python 3.11 (3.10 or newer), from this folder:
+Every chapter and exercise of the course, to run in your own Jupyter (the website is
+{site}). Set up once, in a fresh virtual environment with Python 3.11 (3.10 or newer),
+from this folder:
 
 ```
 {line}
@@ -158,17 +182,18 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def build(out: Path, root: Path | None = None, *, line: str | None = None) -> Path:
-    """Write the zip of the course's notebooks to ``out``.
+def build(out: Path, live: Path | None = None, *, line: str | None = None) -> Path:
+    """Write the zip of the course's notebooks to ``out``, from the live copies.
 
     Parameters
     ----------
     out : Path
         The zip to write (its folder is made where missing).
-    root : Path, optional
-        The book's folder (default: the repository).
+    live : Path, optional
+        The live tree the website's build wrote (default: ``_build/live``). Its
+        ``.course-build.json`` names the notebooks, the repository and the ref.
     line : str, optional
-        The set-up line of the README (default: :func:`setup_line`).
+        The set-up line of the README (default: :func:`setup_line` for that repository and ref).
 
     Returns
     -------
@@ -178,17 +203,25 @@ def build(out: Path, root: Path | None = None, *, line: str | None = None) -> Pa
     Raises
     ------
     FileNotFoundError
-        If ``_toc.yml`` lists no notebook.
+        If ``live`` holds no live notebooks (run ``make book`` first), or names none.
     """
-    root = Path(root or _ROOT)
+    live = Path(live or LIVE)
     out = Path(out)
-    notebooks = toc_notebooks(root)
+    manifest_path = live / MANIFEST
+    if not manifest_path.is_file():
+        raise FileNotFoundError(
+            f"{live} holds no live notebooks ({MANIFEST} is missing): run `make book` first"
+        )
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    notebooks = [Path(p) for p in manifest.get("notebooks", [])]
     if not notebooks:
-        raise FileNotFoundError(f"{root / '_toc.yml'} lists no notebook")
+        raise FileNotFoundError(f"{manifest_path} names no notebook")
     cleaned = [
-        (path, clean_notebook((root / path).read_text(encoding="utf-8"))) for path in notebooks
+        (path, clean_notebook((live / path).read_text(encoding="utf-8"))) for path in notebooks
     ]
-    readme = _readme([(path, _title(text)) for path, text in cleaned], line or setup_line())
+    line = line or setup_line(url=manifest["repository"], ref=manifest["ref"])
+    titles = [(path, _title(text)) for path, text in cleaned]
+    readme = _readme(titles, line, manifest["site"])
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     with zipfile.ZipFile(partial, "w") as zf:
@@ -205,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m attnlib.bundle",
-        description="Zip every chapter and exercise notebook with a one-line set-up.",
+        description="Zip the live copy of every chapter and exercise with a one-line set-up.",
     )
     parser.add_argument(
         "out",
@@ -214,8 +247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=_ROOT / "_build" / "html" / NAME,
         help=f"the zip to write (default: _build/html/{NAME})",
     )
+    parser.add_argument(
+        "--live",
+        type=Path,
+        default=LIVE,
+        help="the live notebooks the website's build wrote (default: _build/live)",
+    )
     args = parser.parse_args(argv)
-    path = build(args.out)
+    path = build(args.out, args.live)
     sys.stdout.write(f"wrote {path}\n")
     return 0
 

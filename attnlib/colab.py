@@ -10,7 +10,11 @@ course is published from, at the commit the website was built from, and never to
 package that is already installed (Colab's ipywidgets stays as it is).
 
 This module holds both flavours of that cell, :func:`source_cell` and :func:`install_cell`,
-and the repository named in ``_config.yml``, :func:`repository`. In a chapter the cell is a
+and the one answer to "where is the course published?", :func:`resolve`: the repository (from
+``make book REPO=owner/name``, else ``GITHUB_REPOSITORY``, else ``_config.yml``), the website's
+address, the branch the live copies are published to (:data:`LIVE_BRANCH`) and the tag or
+commit their install cell installs. The website's launch buttons, the live copies, the
+notebooks' zip and the deploy's link check all take it from there. In a chapter the cell is a
 code cell of its own, first of all code cells and tagged ``remove-cell``: it runs when the
 book executes, but the website does not show it. ``python -m attnlib.colab``
 (``make chapters``) writes the source flavour into every ``chapters/*.ipynb``; a second run
@@ -21,7 +25,8 @@ Examples
 --------
 >>> from attnlib import colab
 >>> print(colab.install_cell(url="https://github.com/o/r", ref="v1.0"))
-# Where the course package is missing (on Colab, say), this installs it first (about a minute).
+# The course package. Where it is missing (on Colab, say), this installs it first, at the
+# version the website was built from; it takes about a minute the first time.
 try:
     import attnlib
 except ModuleNotFoundError:
@@ -35,11 +40,32 @@ The README's set-up; :func:`attnlib.grading.build` for the exercises.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CELL_ID", "CELL_TAG", "install_cell", "repository", "source_cell", "write_chapters"]
+__all__ = [
+    "CELL_ID",
+    "CELL_TAG",
+    "ENV_REF",
+    "ENV_REPOSITORY",
+    "ENV_SITE",
+    "LIVE_BRANCH",
+    "Home",
+    "git_ref",
+    "github_repository",
+    "install_cell",
+    "pages_site",
+    "plain_source",
+    "repository",
+    "resolve",
+    "source_cell",
+    "write_chapters",
+]
 
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,9 +94,9 @@ try:
 except ModuleNotFoundError:
     %pip install --quiet "attnlib @ git+{url}@{ref}"{after}"""
 
-_LIVE_CHAPTER = (
-    "# Where the course package is missing (on Colab, say), this installs it first (about a minute)."
-)
+_LIVE_CHAPTER = """\
+# The course package. Where it is missing (on Colab, say), this installs it first, at the
+# version the website was built from; it takes about a minute the first time."""
 
 _LIVE_EXERCISE = """\
 # Set up the checks. Where the course package is missing (on Colab, say), this installs it
@@ -103,6 +129,267 @@ def repository(config: Path | None = None) -> tuple[str, str]:
     return data["repository"]["url"], data["repository"].get("branch", "main")
 
 
+LIVE_BRANCH = "live"
+"""The branch of the course repository that holds the live copies (``make book`` writes them to
+``_build/live``, the deploy pushes them there). Binder, Colab and Live Code open it."""
+
+ENV_REPOSITORY = "COURSE_REPOSITORY"
+"""Environment variable that overrides the repository (``make book REPO=...`` sets it)."""
+
+ENV_SITE = "COURSE_SITE_URL"
+"""Environment variable that overrides the website's address (``make book SITE_URL=...``)."""
+
+ENV_REF = "COURSE_REF"
+"""Environment variable that overrides the tag or commit the live copies install (``REF=...``)."""
+
+#: A GitHub account or organisation: letters, digits and single hyphens, at most 39 characters.
+_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}"
+#: A GitHub repository name: letters, digits, ".", "-" and "_" (not "." or "..").
+_NAME = r"(?!\.\.?(?:\.git)?/?$)[A-Za-z0-9._-]{1,100}?"
+_SHORT = re.compile(rf"(?P<owner>{_OWNER})/(?P<name>{_NAME})")
+_FULL = re.compile(
+    rf"https://(?:www\.)?github\.com/(?P<owner>{_OWNER})/(?P<name>{_NAME})(?:\.git)?/?"
+)
+#: A ref that git and pip's ``git+URL@REF`` accept: no white space or quotes, no ``..`` or
+#: ``@{``, none of ``~^:?*[\\``, no leading ``-``.
+_REF = re.compile(r"(?!-)(?!.*\.\.)(?!.*@\{)[^\s\"'~^:?*\[\\]+")
+
+
+def github_repository(spec: str) -> tuple[str, str]:
+    """The owner and name of a GitHub repository given as ``owner/name`` or by its URL.
+
+    Parameters
+    ----------
+    spec : str
+        ``"owner/name"`` or ``"https://github.com/owner/name"`` (a trailing ``/`` or ``.git``
+        is allowed).
+
+    Returns
+    -------
+    owner, name : str
+        As spelled in ``spec``.
+
+    Raises
+    ------
+    ValueError
+        For anything else (another host, a path below the repository, a blank): Binder, Colab
+        and the install cells need a repository on GitHub.
+
+    Examples
+    --------
+    >>> github_repository("https://github.com/ana/attention.git")
+    ('ana', 'attention')
+    """
+    text = spec.strip()
+    found = _SHORT.fullmatch(text) or _FULL.fullmatch(text)
+    if found is None:
+        raise ValueError(
+            f"the course repository must be given as owner/name or https://github.com/owner/name "
+            f"(Binder, Colab and the install cells need a GitHub repository), got {spec!r}"
+        )
+    return found["owner"], found["name"]
+
+
+def pages_site(owner: str, name: str) -> str:
+    """The address GitHub Pages serves a repository's website at, with a trailing ``/``.
+
+    ``owner/name`` is served at ``https://owner.github.io/name/``; the repository named
+    ``owner.github.io`` is the account's own site, ``https://owner.github.io/``. Host names
+    are case-insensitive and GitHub writes them in lower case.
+    """
+    host = f"{owner.lower()}.github.io"
+    return f"https://{host}/" if name.lower() == host else f"https://{host}/{name}/"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """The output of ``git -C root ARGS`` (stripped), or None where git fails or is missing."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_ref(root: Path | None = None) -> tuple[str, str, str]:
+    """The tag or commit a build of ``root`` records for the live copies to install.
+
+    Parameters
+    ----------
+    root : Path, optional
+        A git checkout (default: this repository).
+
+    Returns
+    -------
+    ref : str
+        The tag at ``HEAD`` if there is one (``git describe --tags --exact-match``), else the
+        full commit (``git rev-parse HEAD``).
+    commit : str
+        The full commit of ``HEAD``.
+    how : str
+        ``"the tag at HEAD"`` or ``"the commit at HEAD"``, for the build's log.
+
+    Raises
+    ------
+    RuntimeError
+        If ``root`` is not a git checkout with a commit: then say ``REF=`` which to install.
+    """
+    root = Path(root or _ROOT)
+    commit = _git(root, "rev-parse", "--verify", "HEAD^{commit}")
+    if not commit:
+        raise RuntimeError(
+            f"{root} is not a git checkout with a commit, so the build cannot tell which version "
+            "the live notebooks should install: give it, e.g. `make book REF=v1.0`"
+        )
+    tag = _git(root, "describe", "--tags", "--exact-match", "HEAD")
+    if tag:
+        return tag, commit, "the tag at HEAD"
+    return commit, commit, "the commit at HEAD"
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where the course is published, as one build resolved it (:func:`resolve`).
+
+    Attributes
+    ----------
+    owner, name : str
+        The GitHub repository, ``owner/name``.
+    branch : str
+        The source branch (``repository.branch`` of ``_config.yml``): edit and issue buttons.
+    site : str
+        The website's address, with a trailing ``/``.
+    ref : str
+        The tag or commit the live copies' install cells install.
+    commit : str
+        The source commit the build ran on ("" where the build was not in a git checkout).
+    live_branch : str
+        The branch that holds the live copies (:data:`LIVE_BRANCH`).
+    chosen : dict
+        For each of ``repository``, ``site`` and ``ref``: where the value came from.
+    """
+
+    owner: str
+    name: str
+    branch: str
+    site: str
+    ref: str
+    commit: str
+    live_branch: str = LIVE_BRANCH
+    chosen: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """``https://github.com/owner/name``."""
+        return f"https://github.com/{self.owner}/{self.name}"
+
+    def describe(self) -> str:
+        """One line for the build's log: each value and where it came from."""
+        return (
+            f"repository {self.url} ({self.chosen.get('repository', '?')}), "
+            f"website {self.site} ({self.chosen.get('site', '?')}), "
+            f"live copies on branch {self.live_branch!r} install {self.ref} "
+            f"({self.chosen.get('ref', '?')})"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        """The values as JSON-ready data (the live tree's ``.course-build.json``)."""
+        return {
+            "repository": self.url,
+            "owner": self.owner,
+            "name": self.name,
+            "branch": self.branch,
+            "live_branch": self.live_branch,
+            "site": self.site,
+            "ref": self.ref,
+            "commit": self.commit,
+            "chosen": dict(self.chosen),
+        }
+
+
+def resolve(
+    environ: Mapping[str, str] | None = None,
+    *,
+    root: Path | None = None,
+    config: Path | None = None,
+) -> Home:
+    """Where the course is published: the one function the build, the zip and the checks call.
+
+    The repository is, in this order: ``COURSE_REPOSITORY`` (what ``make book REPO=...``
+    passes), ``GITHUB_REPOSITORY`` (set by GitHub Actions: a deploy points at the repository
+    it runs in), ``repository.url`` of ``_config.yml``. The website is ``COURSE_SITE_URL``
+    (``SITE_URL=...``) or GitHub Pages' address for that repository (:func:`pages_site`). The
+    ref is ``COURSE_REF`` (``REF=...``) or what :func:`git_ref` finds at ``HEAD``. An empty
+    variable counts as unset.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The environment (default: ``os.environ``).
+    root : Path, optional
+        The git checkout the build runs in (default: this repository).
+    config : Path, optional
+        The Jupyter Book configuration (default: ``root/_config.yml``).
+
+    Returns
+    -------
+    Home
+
+    Raises
+    ------
+    ValueError
+        If a repository, website or ref is malformed; the message names the variable.
+    RuntimeError
+        If no ref is given and ``root`` is not a git checkout (:func:`git_ref`).
+    """
+    env = os.environ if environ is None else environ
+    root = Path(root or _ROOT)
+    chosen: dict[str, str] = {}
+    for variable, how in (
+        (ENV_REPOSITORY, f"REPO= ({ENV_REPOSITORY})"),
+        ("GITHUB_REPOSITORY", "GITHUB_REPOSITORY"),
+    ):
+        if env.get(variable, "").strip():
+            try:
+                owner, name = github_repository(env[variable])
+            except ValueError as exc:
+                raise ValueError(f"{how}: {exc}") from None
+            chosen["repository"] = how
+            break
+    else:
+        url, _ = repository(config or root / "_config.yml")
+        try:
+            owner, name = github_repository(url)
+        except ValueError as exc:
+            raise ValueError(f"repository.url of _config.yml: {exc}") from None
+        chosen["repository"] = "_config.yml"
+    _, branch = repository(config or root / "_config.yml")
+
+    site = env.get(ENV_SITE, "").strip()
+    if site:
+        if not re.fullmatch(r"https?://[^\s\"'<>]+", site):
+            raise ValueError(f"SITE_URL= ({ENV_SITE}) must be an http(s) address, got {site!r}")
+        site = site.rstrip("/") + "/"
+        chosen["site"] = f"SITE_URL= ({ENV_SITE})"
+    else:
+        site = pages_site(owner, name)
+        chosen["site"] = "GitHub Pages of the repository"
+
+    ref = env.get(ENV_REF, "").strip()
+    if ref:
+        if not _REF.fullmatch(ref):
+            raise ValueError(f"REF= ({ENV_REF}) must be a git tag, branch or commit, got {ref!r}")
+        commit = _git(root, "rev-parse", "--verify", "HEAD^{commit}") or ""
+        chosen["ref"] = f"REF= ({ENV_REF})"
+    else:
+        ref, commit, how = git_ref(root)
+        chosen["ref"] = how
+    return Home(
+        owner=owner, name=name, branch=branch, site=site, ref=ref, commit=commit, chosen=chosen
+    )
+
+
 def source_cell(exercise: str | None = None) -> str:
     """The first code cell as the repository commits it: import, no install.
 
@@ -120,6 +407,26 @@ def source_cell(exercise: str | None = None) -> str:
     if exercise is None:
         return _SOURCE_CHAPTER
     return _SOURCE_EXERCISE.format(name=exercise)
+
+
+def plain_source(url: str, ref: str, what: str) -> None:
+    """Refuse a ``url`` or ``ref`` that would break out of a quoted ``pip install`` argument.
+
+    Parameters
+    ----------
+    url, ref : str
+        The repository and the tag or commit ``what`` installs from.
+    what : str
+        What needs them, for the message (e.g. ``"the install cell"``).
+
+    Raises
+    ------
+    ValueError
+        If either is empty or holds a quote or white space.
+    """
+    for name, value in (("url", url), ("ref", ref)):
+        if not value or any(ch.isspace() or ch in "\"'" for ch in value):
+            raise ValueError(f"{what} needs a plain {name}, got {value!r}")
 
 
 def install_cell(exercise: str | None = None, *, url: str, ref: str) -> str:
@@ -150,9 +457,7 @@ def install_cell(exercise: str | None = None, *, url: str, ref: str) -> str:
     ValueError
         If ``url`` or ``ref`` is empty or holds a quote or white space.
     """
-    for what, value in (("url", url), ("ref", ref)):
-        if not value or any(ch.isspace() or ch in "\"'" for ch in value):
-            raise ValueError(f"the install cell needs a plain {what}, got {value!r}")
+    plain_source(url, ref, "the install cell")
     if exercise is None:
         comment, after = _LIVE_CHAPTER, ""
     else:

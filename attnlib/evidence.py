@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from attnlib import claims
 from attnlib.alignment import diagonal_mass
-from attnlib.experiments import FloatArray, fit_pointer_scores
+from attnlib.experiments import FloatArray, Products, count_products, fit_pointer_scores
 from attnlib.importance import (
     Explanation,
     _first,
@@ -60,10 +60,12 @@ __all__ = [
     "WHY_PARTS",
     "LearningCurve",
     "Macs",
+    "PartCounts",
     "PartTimes",
     "bottleneck_claims",
     "context_claims",
     "context_curves",
+    "count_parts",
     "crossover_length",
     "date_fields",
     "decode_from",
@@ -2320,8 +2322,35 @@ def crossover_length(model: Any) -> float:
     return float(((r - b) + np.sqrt((r - b) ** 2 + 4 * c * r_0)) / (2 * c))
 
 
+class PartCounts(NamedTuple):
+    """The matrix products of one sentence through a model, and of its attention alone.
+
+    Counted as they run (:func:`attnlib.experiments.count_products`): the same on
+    every run and every machine.
+
+    Attributes
+    ----------
+    forward : Products
+        One teacher-forced forward pass (encoder, T_y decoder steps, output layer).
+    attention : Products
+        The attention of the same pass on its own: the keys U_a h_i once, then T_y
+        steps of scores, softmax and context.
+    """
+
+    forward: Products
+    attention: Products
+
+    @property
+    def attention_share(self) -> float:
+        """Attention's share of the multiply-adds of the pass's matrix products."""
+        return self.attention.multiply_adds / self.forward.multiply_adds
+
+
 class PartTimes(NamedTuple):
     """Wall-clock seconds of one sentence through a model, and of its attention alone.
+
+    For display and benchmarks (``bench/bench_cost.py``) only: a time depends on what
+    else the machine runs, so no claim rests on it (:class:`PartCounts` counts).
 
     Attributes
     ----------
@@ -2341,6 +2370,60 @@ class PartTimes(NamedTuple):
     attention_share: float
 
 
+def _one_sentence(
+    model: Any, T_x: int, T_y: int, seed: int
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """A forward pass of one random sentence through ``model``, and its attention alone."""
+    import torch
+
+    from attnlib.vocab import EOS_ID
+
+    attn = model.decoder.attention
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(EOS_ID + 1, model.src_vocab_size, (1, T_x), generator=gen)
+    src[0, -1] = EOS_ID
+    tgt = torch.randint(EOS_ID + 1, model.tgt_vocab_size, (1, T_y), generator=gen)
+    h = torch.randn(1, T_x, attn.d_h, generator=gen)
+    s_prev = torch.randn(T_y, 1, attn.d_s, generator=gen)
+
+    def forward() -> None:
+        model(src, tgt)
+
+    def attention() -> None:
+        keys = attn.precompute(h)
+        for t in range(T_y):
+            attn(s_prev[t], h, keys=keys)
+
+    return forward, attention
+
+
+def count_parts(model: Any, T_x: int, T_y: int, *, seed: int = 0) -> PartCounts:
+    """Count the matrix products of a forward pass of one random sentence, and of its attention.
+
+    Parameters
+    ----------
+    model : Seq2Seq
+        With the Bahdanau decoder.
+    T_x, T_y : int
+        Source positions (``<eos>`` included) and output steps.
+    seed : int
+        For the random sentence and states (the counts do not depend on it).
+
+    Returns
+    -------
+    PartCounts
+
+    See Also
+    --------
+    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    """
+    import torch
+
+    forward, attention = _one_sentence(model, T_x, T_y, seed)
+    with torch.no_grad():
+        return PartCounts(count_products(forward), count_products(attention))
+
+
 def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 0) -> PartTimes:
     """Time a forward pass of one random sentence and its attention alone, on one thread.
 
@@ -2348,7 +2431,8 @@ def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 
     median of the ratios of runs made one right after the other: another
     process that slows the machine for a while slows both runs of a pair
     alike, and a few disturbed pairs do not move a median. No time is a
-    difference of two others.
+    difference of two others. For display and benchmarks only
+    (``bench/bench_cost.py``); :func:`count_parts` counts the same two runs.
 
     Parameters
     ----------
@@ -2371,24 +2455,8 @@ def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 
     import torch
 
     from attnlib.runtime import torch_threads
-    from attnlib.vocab import EOS_ID
 
-    attn = model.decoder.attention
-    gen = torch.Generator().manual_seed(seed)
-    src = torch.randint(EOS_ID + 1, model.src_vocab_size, (1, T_x), generator=gen)
-    src[0, -1] = EOS_ID
-    tgt = torch.randint(EOS_ID + 1, model.tgt_vocab_size, (1, T_y), generator=gen)
-    h = torch.randn(1, T_x, attn.d_h, generator=gen)
-    s_prev = torch.randn(T_y, 1, attn.d_s, generator=gen)
-
-    def forward() -> None:
-        model(src, tgt)
-
-    def attention() -> None:
-        keys = attn.precompute(h)
-        for t in range(T_y):
-            attn(s_prev[t], h, keys=keys)
-
+    forward, attention = _one_sentence(model, T_x, T_y, seed)
     times: dict[str, list[float]] = {"forward": [], "attention": []}
     with torch_threads(1), torch.no_grad():
         forward()  # warm-up

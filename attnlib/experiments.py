@@ -1,7 +1,10 @@
 """Small, reproducible experiments behind the answers of the question bank.
 
 Each function here settles one claim of Part III by running something: a
-timing with a fitted growth exponent, a search for the score gap at which a
+count of the matrix products a computation runs (:func:`count_products`; a
+timing, :func:`time_call`, is for display and benchmarks only, never a check:
+it depends on what else the machine runs), a fitted growth exponent, a search
+for the score gap at which a
 float softmax returns exactly 0 and 1, gradients through a soft and a hard
 selection, a fit of a tanh and a linear score, weights that differ but give
 the same c_t. They use the numpy reference in :mod:`attnlib.core` (and torch
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -30,8 +33,10 @@ from attnlib.core import additive_scores, context, softmax
 __all__ = [
     "GrowthFit",
     "PointerFit",
+    "Products",
     "SelectionRun",
     "all_scores",
+    "count_products",
     "decoder_trace",
     "exact_gap",
     "exact_gap_at",
@@ -124,10 +129,90 @@ def all_scores(
     return np.asarray(additive_scores(s_prev, h, W_a, U_a, v_a), dtype=np.float64)
 
 
+class Products(NamedTuple):
+    """The matrix products a computation ran, counted as it ran them.
+
+    Attributes
+    ----------
+    calls : int
+        Matrix products run (matrix–matrix, matrix–vector, batched, vector dot).
+    multiply_adds : int
+        Their multiply-adds: for each, the entries of its result times the length of
+        the sums that make them.
+    """
+
+    calls: int
+    multiply_adds: int
+
+
+#: torch's matrix products, and the argument whose last dimension is the length of their sums.
+_PRODUCTS = {
+    "mm": 0,
+    "mv": 0,
+    "bmm": 0,
+    "dot": 0,
+    "vdot": 0,
+    "addmm": 1,
+    "addmv": 1,
+    "baddbmm": 1,
+    "addbmm": 1,
+}
+
+
+def count_products(fn: Callable[[], object]) -> Products:
+    """Run ``fn()`` and count the matrix products torch runs in it, and their multiply-adds.
+
+    Every operation torch executes passes through a dispatch mode here (below
+    ``nn.Linear``, ``@`` or a GRU, which all end in these products), so the
+    count is what the code runs, not a formula of it; elementwise work (sums,
+    ``tanh``, the softmax) is not counted. A count is the same on every run and
+    every machine, however busy: what a claim about cost can rest on, where a
+    clock (:func:`time_call`) cannot.
+
+    Parameters
+    ----------
+    fn : callable
+        Runs the computation (its result is discarded).
+
+    Returns
+    -------
+    Products
+
+    See Also
+    --------
+    The chapters "True or false" (chapters/10_true_or_false), statement 8, and
+    "Gradient flow and cost" (chapters/20_gradient_flow_and_cost).
+    """
+    import math
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        calls = 0
+        multiply_adds = 0
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            out = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            if name in _PRODUCTS:
+                summed = args[_PRODUCTS[name]].shape[-1]
+                self.calls += 1
+                self.multiply_adds += math.prod(out.shape) * int(summed)
+            return out
+
+    with Counter() as counter:
+        fn()
+    return Products(counter.calls, counter.multiply_adds)
+
+
 def time_call(fn: Callable[[], object], repeats: int = 5) -> float:
     """The fastest of ``repeats`` wall-clock runs of ``fn()``, in seconds.
 
-    The minimum is the measurement least disturbed by other processes.
+    The minimum is the measurement least disturbed by other processes. For display
+    and benchmarks (``bench/``): a time depends on what else the machine runs, so no
+    check rests on it; :func:`count_products` counts what the same call computes.
     """
     best = float("inf")
     for _ in range(repeats):

@@ -11,9 +11,11 @@ Two measurements for the chapter "Gradient flow and cost" (chapters/20_gradient_
   states (the only way into the no-attention baseline).
 * **Cost of a layer.** One recurrent layer (:func:`rnn_layer`) against one self-attention
   layer (:func:`self_attention_layer`) on n positions of size d: their multiply-adds
-  (:func:`multiply_adds`), the operations that must run one after another and the
-  longest input-to-output path, both read off the autograd graph
-  (:func:`graph_depth`, :func:`graph_distance`), and a clock (:func:`time_layer`).
+  (:func:`multiply_adds`), the matrix products a layer runs and their multiply-adds,
+  counted as it runs (:func:`products`), the operations that must run one after
+  another and the longest input-to-output path, both read off the autograd graph
+  (:func:`graph_depth`, :func:`graph_distance`), and a clock (:func:`time_layer`,
+  for display only: a time depends on what else the machine runs).
 
 See Also
 --------
@@ -34,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from attnlib.experiments import Products, count_products
 from attnlib.models import Seq2Seq
 from attnlib.runtime import eval_mode, torch_threads
 from attnlib.vocab import PAD_ID
@@ -47,6 +50,7 @@ __all__ = [
     "graph_distance",
     "layer_weights",
     "multiply_adds",
+    "products",
     "recurrent_steps",
     "rnn_layer",
     "self_attention_layer",
@@ -319,6 +323,29 @@ def multiply_adds(kind: str, n: int, d: int) -> int:
     return 3 * n * d * d + 2 * n * n * d
 
 
+def products(kind: str, n: int, d: int, *, seed: int = 0) -> Products:
+    """The matrix products one forward pass of the layer runs on n positions of size d.
+
+    Counted as they run (:func:`attnlib.experiments.count_products`), no autograd:
+    the recurrent layer runs 2 n matrix–vector products of d² multiply-adds each,
+    one step after another; self-attention five large ones (three projections, the
+    scores, the weighted sum), whatever n. Their multiply-adds are
+    :func:`multiply_adds`'s. A count is the same on any machine, however busy.
+
+    Returns
+    -------
+    Products
+        ``calls`` and ``multiply_adds``.
+    """
+    layer = _layer(kind)
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    w = layer_weights(d, seed=seed)
+    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed + 1))
+    with torch.no_grad():
+        return count_products(lambda: layer(x, w))
+
+
 def _node_graph(out: Tensor) -> dict[Any, list[Any]]:
     """The autograd graph below ``out``: each node and the nodes it reads."""
     graph: dict[Any, list[Any]] = {}
@@ -394,8 +421,9 @@ def time_layer(kind: str, n: int, d: int, *, repeats: int = 7, seed: int = 0) ->
     """Median seconds of one forward pass of the layer on n positions of size d (no autograd).
 
     The median of ``repeats`` runs after one warm-up run; one thread, so that
-    another process on the machine changes the time less. A time is for display:
-    what carries over to another machine is how it grows with n, not its value.
+    another process on the machine changes the time less. A time is for display
+    (and ``bench/bench_cost.py``), never a check: it depends on the machine and on
+    what else runs on it. :func:`products` counts what the same pass computes.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")

@@ -206,28 +206,27 @@ def page_weights(site: Path, pages: list[str] | None = None) -> dict[str, dict[s
 
 
 def measure_page(browser: Any, base: str, rel: str) -> dict[str, Any]:
-    """Open ``base + rel`` (1280 x 900, outside requests blocked); sum what it requested."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    blocked: list[str] = []
-    responses: list[Any] = []
+    """Open ``base + rel`` (1280 x 900, outside requests blocked); sum what it requested.
 
-    def route(r: Any) -> None:
-        if r.request.url.startswith(base):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort("blockedbyclient")
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("response", lambda r: responses.append(r))
+    The page is measured once it has settled (``tests/test_site.py``'s ``PageVisit.settle``:
+    loaded, fonts and images done, widgets drawn, no request under way), events rather than
+    Playwright's "networkidle", which on a busy machine was seen never to come.
+    """
+    sys.path.insert(0, str(ROOT / "tests"))
     try:
-        page.goto(base + rel, wait_until="load", timeout=60_000)
-        page.evaluate(
+        from test_site import PageVisit
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    visit = PageVisit(browser, base, rel)
+    responses: list[Any] = []
+    visit.page.on("response", lambda r: responses.append(r))
+    try:
+        visit.page.goto(base + rel, wait_until="load")
+        visit.page.evaluate(
             "async () => { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
             " await MathJax.startup.promise; await document.fonts.ready; }"
         )
-        page.wait_for_load_state("networkidle", timeout=30_000)
+        visit.settle()
         sizes: dict[str, int] = {}
         for resp in responses:
             url = resp.url.split("#")[0]
@@ -235,7 +234,9 @@ def measure_page(browser: Any, base: str, rel: str) -> dict[str, Any]:
                 continue
             sizes[url[len(base) :].split("?")[0]] = len(resp.body())
     finally:
-        context.close()
+        visit.close()
+    outside = "request outside the site (blocked): "
+    blocked = [p[len(outside) :] for p in visit.problems if p.startswith(outside)]
     return {"bytes": sum(sizes.values()), "requests": sizes, "blocked": blocked}
 
 

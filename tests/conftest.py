@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -20,8 +21,15 @@ matplotlib.use("Agg")  # no window, ever: every figure a test draws stays off sc
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+
+# No verdict may depend on the clock: hypothesis's default deadline (200 ms per example) and its
+# "data generation is too slow" health check fail a correct test on a busy machine, so neither
+# applies. A test that hangs is still a hang.
+settings.register_profile("course", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("course")
 
 # --------------------------------------------------------------------------- paths
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,6 +76,63 @@ def exercise_solutions() -> Path:
                 )
             stamp.write_text(digest)
     return SOLUTIONS
+
+
+# --------------------------------------------------------------------------- processes, notebooks, browser
+def run_checked(cmd: list[str], env: dict[str, str], cwd: Path) -> str:
+    """Run ``cmd``; its stdout, or an AssertionError with the command and the tail of its output.
+
+    The timeout only stops a hang: the slowest command run this way (a cold ``pip install``)
+    takes minutes.
+    """
+    import subprocess
+
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=3600, check=False
+    )
+    assert proc.returncode == 0, (
+        f"`{' '.join(cmd)}` exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}"
+        f"\n--- stderr\n{proc.stderr[-4000:]}"
+    )
+    return proc.stdout
+
+
+def unexpected_errors(nb: Any) -> list[Any]:
+    """The error outputs of an executed notebook, but those of cells tagged raises-exception."""
+    return [
+        o
+        for c in nb.cells
+        if "raises-exception" not in c.metadata.get("tags", [])
+        for o in c.get("outputs", [])
+        if o.output_type == "error"
+    ]
+
+
+#: How the browser tests start Debian's chromium: headless as root, and quiet on a closed network.
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
+def chromium_path() -> str:
+    """Debian's chromium ($CHROMIUM, else on PATH); an AssertionError that says how to get it."""
+    import os
+    import shutil
+
+    path = (
+        os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    )
+    assert path, (
+        "expected Debian's chromium on PATH (or $CHROMIUM), found none: "
+        "`apt-get install -y chromium` (make test installs it when missing)"
+    )
+    return path
 
 
 # --------------------------------------------------------------------------- strategies

@@ -1,23 +1,28 @@
 """The course as one download (attnlib.bundle): the zip a learner gets from the introduction.
 
-Fast tests build the zip into a temporary folder and read it back as a learner would; the slow
-one follows the link of the built introduction page (``make book`` puts the zip in the site).
+Fast tests zip a small live tree written here by hand; the slow ones zip the live copies the
+website's build wrote (``_build/live``, ``make book``), read the zip back as a learner would, and
+follow the link of the built introduction page (``make book`` puts the zip in the site).
+``$SITE_DIR`` checks another build, as in ``tests/test_site.py``.
 """
 
 from __future__ import annotations
 
 import html.parser
 import json
+import os
 import re
 import zipfile
+from pathlib import Path
 
 import pytest
 import yaml
 
-from attnlib import bundle, colab
+from attnlib import bundle
 from conftest import ROOT
 
-SITE = ROOT / "_build" / "html"
+SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
+LIVE = SITE.parent / "live"
 
 
 def toc_files() -> list[str]:
@@ -46,10 +51,18 @@ MACHINE_PATH = re.compile(
 )
 
 
+def _record() -> dict:
+    path = LIVE / bundle.MANIFEST
+    if not path.is_file():
+        pytest.fail(f"no live notebooks in {LIVE}: run `make book` first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 @pytest.fixture(scope="module")
 def zipped(tmp_path_factory) -> zipfile.ZipFile:
+    _record()
     out = tmp_path_factory.mktemp("bundle") / bundle.NAME
-    bundle.build(out)
+    bundle.build(out, LIVE)
     return zipfile.ZipFile(out)
 
 
@@ -63,25 +76,30 @@ def members(zf: zipfile.ZipFile) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow  # the live tree of the built site
 def test_every_notebook_of_the_toc_is_in_the_zip_and_nothing_else_but_the_readme(zipped):
     assert len(TOC_NOTEBOOKS) >= 17 + 6, TOC_NOTEBOOKS  # the chapters and the six exercises
     files = members(zipped)
     assert sorted(files) == sorted([*TOC_NOTEBOOKS, "README.md"])
 
 
-def test_the_notebooks_are_the_repositorys_without_outputs(zipped):
+@pytest.mark.slow
+def test_the_notebooks_are_the_live_copies_without_outputs(zipped):
     files = members(zipped)
     for path in TOC_NOTEBOOKS:
         nb = json.loads(files[path])
-        repo = json.loads((ROOT / path).read_text(encoding="utf-8"))
-        assert [c["source"] for c in nb["cells"]] == [c["source"] for c in repo["cells"]], path
-        assert [c["id"] for c in nb["cells"]] == [c["id"] for c in repo["cells"]], path
+        live = json.loads((LIVE / path).read_text(encoding="utf-8"))
+        assert [c["source"] for c in nb["cells"]] == [c["source"] for c in live["cells"]], path
+        assert [c["id"] for c in nb["cells"]] == [c["id"] for c in live["cells"]], path
+        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        assert "%pip install" in "".join(first["source"]), f"{path}: not the live install cell"
         for cell in nb["cells"]:
             if cell["cell_type"] == "code":
                 assert cell["outputs"] == [], f"{path}: {cell['id']} has outputs"
                 assert cell["execution_count"] is None, f"{path}: {cell['id']} has a count"
 
 
+@pytest.mark.slow
 def test_no_file_of_the_zip_names_a_path_of_this_machine(zipped):
     for path, text in members(zipped).items():
         found = MACHINE_PATH.search(text)
@@ -90,31 +108,39 @@ def test_no_file_of_the_zip_names_a_path_of_this_machine(zipped):
         )
 
 
-def test_the_readme_sets_up_with_one_line_that_installs_the_package_from_the_repository(zipped):
+@pytest.mark.slow
+def test_the_readme_installs_jupyterlab_and_the_package_at_the_ref_of_the_site(zipped):
     readme = members(zipped)["README.md"]
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    url, branch = config["url"], config["branch"]
+    record = _record()
     lines = [ln for ln in readme.splitlines() if ln.startswith("pip install")]
-    assert len(lines) == 1, lines
-    (line,) = lines
-    # the same package and source as the chapters' Colab install cell, plus the exercises' extra
-    assert f'"attnlib @ git+{url}@{branch}"' in colab.install_cell()
-    assert f'"attnlib[exercises] @ git+{url}@{branch}"' in line
-    for needed in ("jupyterlab", "myst-nb"):  # to open the notebooks; the chapters glue with it
-        assert f" {needed} " in line, line
+    # the same package, source and version as the notebooks' install cells; nothing else: the
+    # chapters glue without myst-nb and the exercises check without otter
+    assert lines == [
+        f'pip install jupyterlab "attnlib @ git+{record["repository"]}@{record["ref"]}"'
+    ]
+    assert record["site"] in readme
     for path in TOC_NOTEBOOKS:  # and it names every notebook, in the order of the book
         assert f"`{path}`" in readme
     order = [readme.index(f"`{path}`") for path in TOC_NOTEBOOKS]
     assert order == sorted(order)
 
 
+def _live_tree(root: Path, notebooks: dict[str, dict]) -> Path:
+    """A live tree as the build writes one: notebooks and the build's record."""
+    for rel, nb in notebooks.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(nb))
+    record = {
+        "repository": "https://github.com/ana/attn",
+        "ref": "v1.2",
+        "site": "https://ana.github.io/attn/",
+        "notebooks": list(notebooks),
+    }
+    (root / bundle.MANIFEST).write_text(json.dumps(record))
+    return root
+
+
 def test_outputs_and_widget_state_are_stripped_and_machine_paths_in_them_go_with_them(tmp_path):
-    (tmp_path / "chapters").mkdir()
-    (tmp_path / "_toc.yml").write_text(
-        "format: jb-book\nroot: intro\nchapters:\n  - file: chapters/a\n  - file: chapters/b\n"
-    )
-    (tmp_path / "intro.md").write_text("# Intro\n")
-    (tmp_path / "chapters" / "b.md").write_text("# A page, not a notebook\n")
     warning = {"name": "stderr", "output_type": "stream", "text": "/home/ana/.venv/torch warns"}
     nb = {
         "cells": [
@@ -132,8 +158,8 @@ def test_outputs_and_widget_state_are_stripped_and_machine_paths_in_them_go_with
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-    (tmp_path / "chapters" / "a.ipynb").write_text(json.dumps(nb))
-    out = bundle.build(tmp_path / "out" / "x.zip", tmp_path, line="pip install attnlib")
+    live = _live_tree(tmp_path / "live", {"chapters/a.ipynb": nb})
+    out = bundle.build(tmp_path / "out" / "x.zip", live)
     files = members(zipfile.ZipFile(out))
     assert sorted(files) == ["README.md", "chapters/a.ipynb"]
     got = json.loads(files["chapters/a.ipynb"])
@@ -143,11 +169,30 @@ def test_outputs_and_widget_state_are_stripped_and_machine_paths_in_them_go_with
     assert "widgets" not in got["metadata"]
     assert "/home/ana" not in files["chapters/a.ipynb"]
     assert "- `chapters/a.ipynb`: A notebook" in files["README.md"]
+    setup = [ln for ln in files["README.md"].splitlines() if ln.startswith("pip ")]
+    assert setup == ['pip install jupyterlab "attnlib @ git+https://github.com/ana/attn@v1.2"']
+    assert "https://ana.github.io/attn/" in files["README.md"]
+
+
+def test_without_the_build_s_live_tree_the_zip_says_to_build_the_site(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run `make book` first"):
+        bundle.build(tmp_path / "x.zip", tmp_path / "no-live-tree")
+
+
+@pytest.mark.parametrize(
+    ("url", "ref"),
+    [("", "v1"), ("https://github.com/a/b", ""), ('https://x/"y', "v1"), ("u", "v 1")],
+)
+def test_the_set_up_line_refuses_what_would_break_the_command(url, ref):
+    with pytest.raises(ValueError, match="plain"):
+        bundle.setup_line(url=url, ref=ref)
 
 
 def test_the_zip_is_the_same_bytes_when_built_again(tmp_path):
-    first = bundle.build(tmp_path / "1.zip").read_bytes()
-    again = bundle.build(tmp_path / "2.zip").read_bytes()
+    nb = {"cells": [{"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# A"}]}
+    live = _live_tree(tmp_path / "live", {"chapters/a.ipynb": nb, "exercises/b.ipynb": nb})
+    first = bundle.build(tmp_path / "1.zip", live).read_bytes()
+    again = bundle.build(tmp_path / "2.zip", live).read_bytes()
     assert first == again, "two builds of the zip differ: it cannot be checked against the site"
 
 
@@ -164,8 +209,7 @@ class _Links(html.parser.HTMLParser):
 @pytest.mark.slow  # needs the built site (make book)
 def test_the_introduction_page_links_the_zip_the_site_serves(tmp_path):
     intro = SITE / "intro.html"
-    if not intro.is_file():
-        pytest.skip("no built site: run `make book` first")
+    assert intro.is_file(), f"no built site in {SITE}: run `make book` first"
     parser = _Links()
     parser.feed(intro.read_text(encoding="utf-8"))
     zips = [h for h in parser.hrefs if h.split("#")[0].endswith(".zip")]
@@ -175,5 +219,5 @@ def test_the_introduction_page_links_the_zip_the_site_serves(tmp_path):
     assert target.is_file(), f"intro.html links {zips[0]}, which the site lacks: run `make book`"
     served = zipfile.ZipFile(target)
     assert sorted(members(served)) == sorted([*TOC_NOTEBOOKS, "README.md"])
-    fresh = bundle.build(tmp_path / bundle.NAME).read_bytes()
+    fresh = bundle.build(tmp_path / bundle.NAME, LIVE).read_bytes()
     assert target.read_bytes() == fresh, "the site serves an old zip: run `make book` again"

@@ -45,6 +45,48 @@ def test_all_scores_is_one_score_per_step_and_position():
         np.testing.assert_allclose(e[t], by_hand, rtol=1e-12)
 
 
+def test_count_products_counts_each_matrix_product_and_its_multiply_adds():
+    import torch
+
+    A, B = torch.ones(3, 4), torch.ones(4, 5)
+    v, bias = torch.ones(4), torch.ones(3, 5)
+    batch = torch.ones(2, 3, 4), torch.ones(2, 4, 6)
+    cases = [
+        (lambda: A @ B, 1, 3 * 5 * 4),  # matrix-matrix: 15 entries, sums of 4
+        (lambda: A @ v, 1, 3 * 4),  # matrix-vector
+        (lambda: v @ v, 1, 4),  # a dot product
+        (lambda: torch.bmm(*batch), 1, 2 * 3 * 6 * 4),
+        (lambda: torch.addmm(bias, A, B), 1, 3 * 5 * 4),  # what nn.Linear runs
+        (lambda: torch.nn.functional.linear(A, B.T, torch.ones(5)), 1, 3 * 5 * 4),
+        (lambda: (A @ B, A @ v), 2, 60 + 12),
+        (lambda: torch.tanh(A).sum() + (A * A).sum(), 0, 0),  # elementwise: no product
+    ]
+    for fn, calls, macs in cases:
+        assert ex.count_products(fn) == (calls, macs)
+    with torch.no_grad():  # the same without autograd
+        assert ex.count_products(lambda: A @ B) == (1, 60)
+
+
+def test_count_products_counts_a_loop_of_products_one_by_one():
+    import torch
+
+    W, h = torch.ones(8, 8), torch.ones(8)
+
+    def steps(n):
+        def run():
+            x = h
+            for _ in range(n):
+                x = torch.tanh(W @ x)
+
+        return run
+
+    assert [ex.count_products(steps(n)) for n in (1, 5, 20)] == [
+        (1, 64),
+        (5, 5 * 64),
+        (20, 20 * 64),
+    ]
+
+
 def test_timers_return_one_positive_time_per_size():
     t = ex.time_scores([(4, 3), (8, 6)], repeats=1)
     r = ex.time_rnn([5, 10], repeats=1)

@@ -10,7 +10,6 @@ import csv
 import json
 import math
 import os
-import time
 
 import nbformat
 import numpy as np
@@ -138,16 +137,42 @@ def test_a_worker_sees_only_its_notebook_and_no_network(stage, tmp_path):
     assert seen == [["01_masked_softmax.ipynb"], sandbox.UID, False, "no network", "no fork"]
 
 
+#: A cell that switches off every timer the worker could set on it, then spins forever.
+DEAF_SPIN = (
+    "import signal\n"
+    "for _sig in (signal.SIGALRM, signal.SIGPROF, signal.SIGVTALRM):\n"
+    "    signal.signal(_sig, signal.SIG_IGN)\n"
+    "for _timer in (signal.ITIMER_REAL, signal.ITIMER_PROF, signal.ITIMER_VIRTUAL):\n"
+    "    signal.setitimer(_timer, 0)\n"
+    "while True:\n"
+    "    pass\n"
+)
+
+
+@pytest.mark.slow
+def test_an_endless_loop_is_stopped_by_the_workers_cpu_timer_and_the_worker_goes_on(stage):
+    s = _session(stage)
+    try:
+        s.cell("x = 41\ndef f():\n    return x + 1", 5)
+        reply = s.cell("while True:\n    pass", 0.5)  # never ends: only the limit stops it
+        assert reply["ok"] is False
+        assert reply["error"]["type"] == "TimeoutError"
+        assert "endless loop" in reply["error"]["message"]
+        assert grader._Probe(s, 5).call("f") == 42
+        assert s.starts == 1  # the same worker answered
+    finally:
+        s.close()
+
+
 @pytest.mark.slow
 def test_a_cell_that_will_not_stop_is_killed_and_the_worker_restarted_without_it(stage):
     s = _session(stage)
     try:
         s.cell("x = 41\ndef f():\n    return x + 1", 5)
-        with pytest.raises(session.WorkerGone, match="time limit"):
-            s.cell(
-                "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True: pass", 1
-            )
+        with pytest.raises(session.WorkerGone, match="request's CPU time limit of 1 s"):
+            s.cell(DEAF_SPIN, 1)
         assert s.proc is None
+        assert s.cpu_used() >= 1 + session.CPU_SLACK  # what it ran for: CPU time, not a clock
         assert grader._Probe(s, 5).call("f") == 42  # a fresh worker, the first cell replayed
         assert s.starts == 2
         assert len(s.ran) == 1
@@ -156,29 +181,71 @@ def test_a_cell_that_will_not_stop_is_killed_and_the_worker_restarted_without_it
 
 
 @pytest.mark.slow
-def test_a_submission_deadline_ends_everything(stage):
-    s = _session(stage, deadline=time.monotonic() + 3)
+def test_a_cell_that_waits_forever_is_ended_by_the_wall_clock_backstop(stage):
+    """A sleep uses no CPU time: only the request's wall-clock backstop ends it, and the
+    note says which limit it was."""
+    s = _session(stage)
     try:
-        with pytest.raises(session.WorkerGone, match="submission's time limit"):
-            s.cell(
-                "while True:\n    try:\n        while True: pass\n    except BaseException: pass",
-                60,
-            )
-        with pytest.raises(session.WorkerGone, match="submission's time limit"):
+        s.cell("import threading", 5)
+        with pytest.raises(session.WorkerGone, match="request's wall-clock backstop of 10 s"):
+            s.cell("threading.Event().wait()", 0.5)  # never set
+        assert s.proc is None
+    finally:
+        s.close()
+
+
+@pytest.mark.slow
+def test_a_submission_deadline_ends_everything(stage):
+    s = _session(stage, wall_seconds=3)
+    try:
+        with pytest.raises(session.WorkerGone, match="submission's wall-clock limit of 3 s"):
+            s.cell("import time\ntime.sleep(10**6)", 60)
+        with pytest.raises(session.WorkerGone, match="submission's wall-clock limit of 3 s"):
             s.start()
     finally:
         s.close()
 
 
 @pytest.mark.slow
-def test_the_reference_is_switched_off_in_the_sandbox_with_a_reason(stage):
-    s = _session(stage)
+def test_a_submissions_cpu_time_ends_everything_whatever_its_workers_do(stage):
+    """The CPU time of a submission counts every worker it had: a worker that spins past its
+    cells' limits is stopped when the submission's CPU time is used up, and no other starts."""
+    s = session.Session(
+        stage, b'{"cells": []}', "01_masked_softmax.ipynb", sandbox.Limits(cpu_seconds=10)
+    )
     try:
-        s.cell("import attnlib as al\ndef softmax(e):\n    return al.softmax(e)", 10)
-        with pytest.raises(cases.Fail, match="switched off while 01_masked_softmax is graded"):
-            grader._Probe(s, 10).call("softmax", np.array([1.0, 2.0]))
+        with pytest.raises(session.WorkerGone, match="request's CPU time limit of 2 s"):
+            s.cell(DEAF_SPIN, 2)
+        with pytest.raises(session.WorkerGone, match="submission's CPU time limit of 10 s"):
+            s.cell(DEAF_SPIN, 60)
+        assert s.spent() == "the submission's CPU time limit of 10 s"
+        with pytest.raises(session.WorkerGone, match="submission's CPU time limit of 10 s"):
+            s.start()
+        assert s.starts == 2
+        assert s.cpu_used() >= 10 - session.MIN_START_CPU
     finally:
         s.close()
+
+
+def test_the_cpu_time_of_a_process_tree_is_read_from_proc():
+    """What the grader reads of a sandbox's processes: a child that has computed for 0.3 s of
+    CPU time (by its own count) shows that much, whatever the machine's load."""
+    import subprocess
+    import sys
+
+    burn = "import time\nwhile time.process_time() < 0.3:\n    pass\nprint('done', flush=True)\ninput()\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "done\n"  # the event: it has computed its 0.3 s
+        assert proc.pid in session.tree(os.getpid())
+        assert session.cpu_seconds([proc.pid]) >= 0.25  # /proc counts in ticks of 10 ms
+        assert session.cpu_seconds(session.tree(os.getpid())) >= 0.25
+    finally:
+        proc.communicate("\n")
+    assert session.cpu_seconds([proc.pid]) == 0  # ended and reaped: it counts nothing itself
 
 
 # --------------------------------------------------------------------------- which cell is graded
@@ -302,8 +369,7 @@ def test_every_student_gets_a_row_per_question_and_the_preferred_notebook_is_gra
 @pytest.mark.slow
 def test_a_hang_costs_only_the_cell_that_hangs(tmp_path, stage):
     nb = nbformat.read(SOLUTIONS / "01_masked_softmax.ipynb", as_version=4)
-    stubborn = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
-    nb.cells.insert(3, nbformat.v4.new_code_cell(stubborn))
+    nb.cells.insert(3, nbformat.v4.new_code_cell(DEAF_SPIN))
     exercise = EXERCISES["01_masked_softmax"]
     quick = cases.Exercise(exercise.name, exercise.number, exercise.questions, cell_seconds=2)
     results = grader.grade_notebook(nbformat.writes(nb).encode(), quick, "hang", stage)

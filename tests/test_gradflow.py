@@ -184,12 +184,25 @@ def test_structure_recurrence_grows_linearly_attention_stays() -> None:
     assert len(set(att)) == 1
 
 
+@pytest.mark.parametrize(("n", "d"), [(1, 3), (7, 4), (32, 16)])
+def test_products_are_what_the_layers_run(n: int, d: int) -> None:
+    """Counted as the layers run: the recurrent layer 2 n matrix-vector products of d² each, one
+    step after another; self-attention five products (q, k, v, the scores, the weighted sum)."""
+    assert gf.products("rnn", n, d) == (2 * n, 2 * n * d * d)
+    assert gf.products("self-attention", n, d) == (5, 3 * n * d * d + n * n * d + n * n * d)
+    with pytest.raises(ValueError, match="n must be at least 1"):
+        gf.products("rnn", 0, d)
+    with pytest.raises(ValueError, match="kind"):
+        gf.products("lstm", n, d)
+
+
 def test_time_layer_is_positive_and_restores_threads() -> None:
+    """A clock for display (chapter 20's figure, bench/bench_cost.py): only its sign is checked."""
     before = torch.get_num_threads()
     for kind in gf.LAYERS:
         s = gf.time_layer(kind, 8, 4, repeats=3)
         assert math.isfinite(s)
-        assert 0 < s < 1
+        assert s > 0
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="repeats"):
         gf.time_layer("rnn", 8, 4, repeats=0)

@@ -6,7 +6,8 @@ the seed in the grader's environment, two jobs at a time, while this process lis
 loopback for anything a submission sends. The tests then read the gradebook (a score per
 question, what each attack's own log says happened), the folder (byte for byte, entry for
 entry), the host folders the attacks aimed at, the processes left, and the gradebook again
-two seconds later.
+two seconds later (a window in which a process that escaped would show; the processes
+themselves are listed right after grading).
 
 Tests marked ``slow`` grade notebooks (the folder takes about a minute at ``jobs=2``); the
 tests of the grader's refusal without a sandbox are fast.
@@ -42,7 +43,13 @@ from attnlib.grading.__main__ import main as cli
 from fixtures import hostile as hx
 
 SEED = f"hostile-seed-{uuid.uuid4().hex}"  # in the grader's environment, never in a worker's
-TIMEOUT = 15.0  # seconds per submission: a spinning worker costs this much, once
+#: What one submission may use here. A spinning worker is stopped by CPU time, which load
+#: cannot move (the course's default is 300 s; every case but the spinners uses under 5 s).
+LIMITS = sandbox.Limits(cpu_seconds=20)
+#: The wall-clock backstop per submission: only a submission that hangs without computing
+#: reaches it (the slowest case, the memory bomb, takes seconds; tests/test_grader.py ends a
+#: real hang with a short one).
+WALL_BACKSTOP = 900.0
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CASES = hx.cases()
 BY_NAME = {c.student: c for c in CASES}
@@ -261,7 +268,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv(grader.SEED_ENV, SEED)
             try:
-                rows = grader.grade(submissions, gradebook, seed=None, jobs=2, timeout=TIMEOUT)
+                rows = grader.grade(
+                    submissions,
+                    gradebook,
+                    seed=None,
+                    jobs=2,
+                    timeout=WALL_BACKSTOP,
+                    limits=LIMITS,
+                )
             except grader.SandboxUnavailable as err:
                 pytest.fail(f"the hostile suite needs the sandbox: {err}")
             returned = time.monotonic()
@@ -493,7 +507,7 @@ def test_the_command_line_without_bwrap_on_the_path_exits_2(tmp_path):
         env={"PATH": str(empty), "HOME": str(tmp_path), grader.SEED_ENV: "s", "LANG": "C.UTF-8"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # a backstop: the command ends in seconds
         check=False,
     )
     assert proc.returncode == 2, proc.stderr
@@ -529,7 +543,7 @@ def _two_students(tmp_path: Path, bad_cells: list[str]) -> tuple[Path, Path]:
 def test_one_notebook_the_grader_cannot_handle_costs_only_its_own_points(tmp_path, bad_cell):
     """A notebook's content must never stop the batch: the others are graded, it scores 0."""
     subs, out = _two_students(tmp_path, [bad_cell])
-    rows = grader.grade(subs, out, seed="s", jobs=2, timeout=TIMEOUT)
+    rows = grader.grade(subs, out, seed="s", jobs=2, timeout=WALL_BACKSTOP, limits=LIMITS)
     scores = {(r["student"], r["question"].rpartition(":")[2]): r["score"] for r in rows}
     assert scores == {
         ("bad", hx.Q1): 0.0,
@@ -582,7 +596,7 @@ def test_a_worker_starts_whatever_fds_3_and_4_are_in_the_grader(tmp_path):
         [sys.executable, "-c", _RACE, str(subs), str(out)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,  # a backstop: the command ends in seconds
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-600:]

@@ -63,9 +63,10 @@ def test_binder_installs_the_same_pins_and_the_package():
         for ln in (ROOT / "binder/requirements.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    assert "-r ../requirements.txt" in lines
-    # nothing else is pinned there that could drift from the one pinned file
-    assert all(ln.startswith("-") for ln in lines), lines
+    # learner-only pins, no -r line (tests/test_binder.py), at the versions of the one pinned file
+    assert not [ln for ln in lines if ln.startswith(("-r", "-c"))], lines
+    binder, pinned = pins(ROOT / "binder/requirements.txt"), pins(ROOT / "requirements.txt")
+    assert {name: pinned.get(name) for name in binder} == binder
     assert "pip install --no-deps -e ." in (ROOT / "binder/postBuild").read_text()
     runtime = (ROOT / "binder/runtime.txt").read_text().strip()
     classifier = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
@@ -118,7 +119,7 @@ def test_each_chapter_opens_with_the_install_cell_made_from_the_template(path):
     code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     first = code[0]
     stale = f"{path.name}: its install cell differs from attnlib/colab.py's template; run `make chapters`"
-    assert "".join(first["source"]) == colab.install_cell(), stale
+    assert "".join(first["source"]) == colab.source_cell(), stale
     assert first["id"] == colab.CELL_ID, stale
     assert "remove-cell" in first["metadata"].get("tags", []), stale  # runs, but off the website
     again = [c["id"] for c in code[1:] if "%pip install" in "".join(c["source"])]
@@ -134,11 +135,16 @@ def test_the_install_cell_installs_from_the_configured_repository_only_where_att
 
     from IPython.core.inputtransformer2 import TransformerManager
 
+    # The live flavour (what Binder, Colab and the zip open), for the repository of _config.yml
+    # and the commit the website would be built from (tests/test_live_notebooks.py: overrides).
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     url, branch = config["url"], config["branch"]
     assert colab.repository() == (url, branch)
-    source = colab.install_cell()
-    assert f'"attnlib @ git+{url}@{branch}"' in source
+    home = colab.resolve({}, root=ROOT)
+    assert home.url == url
+    ref = home.ref
+    source = colab.install_cell(url=home.url, ref=ref)
+    assert f'"attnlib @ git+{url}@{ref}"' in source
     # What IPython runs: %pip becomes a call, and the rest must be plain, valid Python.
     python = TransformerManager().transform_cell(source)
     tree = ast.parse(python)
@@ -155,10 +161,10 @@ def test_the_install_cell_installs_from_the_configured_repository_only_where_att
     # As on Colab: import attnlib now raises ModuleNotFoundError.
     monkeypatch.setitem(sys.modules, "attnlib", None)
     exec(run, {"get_ipython": lambda: shell})
-    assert calls == [("pip", f'install --quiet myst-nb "attnlib @ git+{url}@{branch}"')]
+    assert calls == [("pip", f'install --quiet "attnlib @ git+{url}@{ref}"')]
 
-    exercise = colab.install_cell("01_masked_softmax")  # the exercises' variant, same template
-    assert f'"attnlib[exercises] @ git+{url}@{branch}"' in exercise
+    exercise = colab.install_cell("01_masked_softmax", url=url, ref=ref)  # same template
+    assert f'"attnlib @ git+{url}@{ref}"' in exercise
     assert exercise.endswith('grader = student_notebook("01_masked_softmax.ipynb")')
     ast.parse(TransformerManager().transform_cell(exercise))
 

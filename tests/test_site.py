@@ -32,7 +32,6 @@ import functools
 import http.server
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -42,10 +41,11 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
-from conftest import ROOT
+from conftest import CHROMIUM_ARGS, ROOT, chromium_path
 
 #: The built site; $SITE_DIR checks another build (e.g. a scratch copy of the book).
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
@@ -56,6 +56,11 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 NOT_PAGES = {"_static", "_sources", "_images", "_vendor", "_sphinx_design_static", "_panels_static"}
 #: axe-core impacts that fail the test.
 FAILING_IMPACTS = ("serious", "critical")
+#: Every wait of the browser tests ends on an event the page reports (its load, a DOM state, a
+#: request that finished); this backstop only ends a wait for an event that never comes, and is
+#: long enough that no machine load reaches it before a real hang does. Every page's context has
+#: it as Playwright's default timeout, for navigation and for every action.
+BACKSTOP_MS = 300_000
 
 
 def site_pages() -> list[str]:
@@ -88,11 +93,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """Serve ``_build/html`` on 127.0.0.1 (a free port); yields the base URL."""
-    assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+@contextlib.contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on 127.0.0.1 (a free port); yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -103,32 +107,18 @@ def server() -> Iterator[str]:
         httpd.server_close()
 
 
-def chromium_path() -> str:
-    path = (
-        os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    )
-    assert path, (
-        "expected Debian's chromium on PATH (or $CHROMIUM), found none: "
-        "`apt-get install -y chromium` (make test installs it when missing)"
-    )
-    return path
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """Serve ``_build/html`` on 127.0.0.1 (a free port); yields the base URL."""
+    assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
+    with serving(SITE) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=chromium_path(),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        b = pw.chromium.launch(executable_path=chromium_path(), args=list(CHROMIUM_ARGS))
         try:
             yield b
         finally:
@@ -144,15 +134,16 @@ class PageVisit:
         self.context = browser.new_context(
             viewport={"width": 1280, "height": 900}, service_workers="block"
         )
+        self.context.set_default_timeout(BACKSTOP_MS)
+        self.context.set_default_navigation_timeout(BACKSTOP_MS)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
         self.page.on("requestfailed", self._request_failed)
         self.page.on("response", self._response)
-        # requests under way, and when the last one started or ended (see settle)
+        # requests under way (see settle)
         self._inflight: dict[Any, str] = {}
-        self._last_activity = time.monotonic()
         self.page.on("request", self._started)
         self.page.on("requestfinished", self._ended)
         self.page.on("requestfailed", self._ended)
@@ -179,33 +170,81 @@ class PageVisit:
 
     def _started(self, request: Any) -> None:
         self._inflight[request] = request.url
-        self._last_activity = time.monotonic()
 
     def _ended(self, request: Any) -> None:
         self._inflight.pop(request, None)
-        self._last_activity = time.monotonic()
 
-    def settle(self, timeout_s: float = 60.0, quiet_s: float = 0.5) -> None:
-        """Wait until the page has loaded, its fonts are ready and no request has started or
-        ended for ``quiet_s`` (what Playwright's "networkidle" means). Tracked here from the
-        page's own request events: on a loaded machine Playwright's signal was seen never to come
-        for pages whose requests had all finished."""
-        deadline = time.monotonic() + timeout_s
-        self.page.wait_for_load_state("load", timeout=timeout_s * 1000)
-        self.page.evaluate("document.fonts.ready.then(() => true)")
-        while self._inflight or time.monotonic() - self._last_activity < quiet_s:
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{self.rel}: requests still under way after {timeout_s:.0f} s: "
-                    f"{sorted(self._inflight.values())[:5]}"
-                )
-            self.page.wait_for_timeout(100)
+    def awaited(self) -> list[str]:
+        """What the page has not yet done of what :meth:`settle` waits for (empty: settled)."""
+        state = self.page.evaluate(SETTLE_REPORT)
+        left = [f"{what}: {detail}" for what, detail in state.items() if detail]
+        if self._inflight:
+            left.append(f"requests under way: {sorted(self._inflight.values())[:5]}")
+        return left
+
+    def settle(self, backstop_ms: float = BACKSTOP_MS) -> None:
+        """Wait until the page has settled: loaded, its fonts and images done, every saved
+        widget drawn, two frames painted, and none of its requests under way.
+
+        Each is an event the page reports, so no machine load can end the wait early or make
+        it fail: a busy machine only makes it longer. ``backstop_ms`` ends a wait for something
+        that never comes, with an AssertionError that names what was still awaited.
+        """
+        deadline = time.monotonic() + backstop_ms / 1000
+
+        def left_ms() -> float:
+            return max(1.0, 1000 * (deadline - time.monotonic()))
+
+        try:
+            self.page.wait_for_load_state("load", timeout=left_ms())
+            self.page.wait_for_function(SETTLED, timeout=left_ms())
+            while True:
+                self.page.evaluate(TWO_FRAMES)
+                if not self._inflight and not self.awaited():
+                    return
+                if time.monotonic() > deadline:
+                    break
+                self.page.wait_for_timeout(50)  # a poll: what ends the wait is the state above
+        except PlaywrightTimeout:
+            pass
+        try:
+            left = self.awaited()
+        except PlaywrightError as err:  # the page itself would not answer
+            left = [f"the page's answer ({err})"]
+        raise AssertionError(
+            f"{self.rel}: the page did not settle within the backstop of "
+            f"{backstop_ms / 1000:g} s; still waiting for: {'; '.join(left) or 'nothing left'}"
+        )
 
     def close(self) -> None:
         self.context.close()
 
 
 # JavaScript run in the page -------------------------------------------------------
+
+#: What settle waits for, per kind of thing; each entry lists what is not done yet (empty: done).
+SETTLE_REPORT = """
+() => ({
+  'the load event': document.readyState === 'complete' ? '' : `document ${document.readyState}`,
+  'fonts': document.fonts.status === 'loaded' ? '' : `fonts ${document.fonts.status}`,
+  'images': Array.from(document.images).filter(img => !img.complete)
+                 .map(img => (img.currentSrc || img.src).slice(-80)).slice(0, 5).join(', '),
+  'widgets drawn': Array.from(document.querySelectorAll(
+        'script[type="application/vnd.jupyter.widget-view+json"]'))
+      .filter(v => { const p = v.previousElementSibling;
+                     return !(p && p.classList.contains('widget-subarea') && p.children.length); })
+      .map(v => { try { return JSON.parse(v.textContent).model_id; } catch (e) { return '?'; } })
+      .slice(0, 5).join(', '),
+})
+"""
+
+#: The page's own side of settled: everything SETTLE_REPORT lists is done.
+SETTLED = f"() => Object.values(({SETTLE_REPORT.strip()})()).every(v => !v)"
+
+#: Two animation frames: what the page changed before them has been laid out and painted.
+TWO_FRAMES = """
+() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(true))))
+"""
 
 WAIT_FOR_MATHJAX = """
 async () => {
@@ -215,13 +254,6 @@ async () => {
   }
   return 'no MathJax on this page';
 }
-"""
-
-WIDGETS_DRAWN = """
-() => Array.from(document.querySelectorAll(
-        'script[type="application/vnd.jupyter.widget-view+json"]'))
-      .every(v => { const p = v.previousElementSibling;
-                    return p && p.classList.contains('widget-subarea') && p.children.length > 0; })
 """
 
 WIDGET_REPORT = """
@@ -319,6 +351,55 @@ def screenshot_path(rel: str) -> Path:
 # --------------------------------------------------------------------------- tests
 
 
+NEVER_LOADS = '<!doctype html><html lang="en"><body><img src="never.png" alt="a picture"></body>'
+NEVER_IDLE = (
+    '<!doctype html><html lang="en"><body><p>Loaded.</p>'
+    '<script>addEventListener("load", () => fetch("never.json"));</script></body>'
+)
+
+
+@pytest.mark.slow  # a browser
+@pytest.mark.parametrize(
+    ("html", "awaited"),
+    [(NEVER_LOADS, "the load event"), (NEVER_IDLE, "requests under way")],
+    ids=["an-image-never-arrives", "a-fetch-after-load-never-ends"],
+)
+def test_a_page_that_never_settles_is_reported_with_what_it_waited_for(
+    browser: Any, tmp_path: Path, html: str, awaited: str
+) -> None:
+    """settle waits for events, not for a quiet spell; a page whose request never ends (answered
+    by nobody, so only the backstop stops the wait) is reported with what it still waits for."""
+    (tmp_path / "page.html").write_text(html, encoding="utf-8")
+    with serving(tmp_path) as base:
+        visit = PageVisit(browser, base, "page.html")
+        try:
+            visit.page.route("**/never.*", lambda route: None)  # never answered
+            visit.page.goto(base + "page.html", wait_until="commit")
+            with pytest.raises(AssertionError, match="did not settle") as info:
+                visit.settle(backstop_ms=3_000)
+        finally:
+            visit.close()
+    assert awaited in str(info.value), info.value
+    assert "never." in str(info.value), info.value
+
+
+@pytest.mark.slow  # a browser
+def test_a_page_that_settles_is_not_kept_waiting(browser: Any, tmp_path: Path) -> None:
+    """The same page with its late request answered settles, and nothing is left awaited."""
+    (tmp_path / "page.html").write_text(NEVER_IDLE, encoding="utf-8")
+    (tmp_path / "never.json").write_text("{}", encoding="utf-8")
+    with serving(tmp_path) as base:
+        visit = PageVisit(browser, base, "page.html")
+        try:
+            visit.page.goto(base + "page.html", wait_until="commit")
+            visit.settle()
+            left = visit.awaited()
+        finally:
+            visit.close()
+    assert left == []
+    assert visit.problems == []
+
+
 @pytest.mark.slow  # needs the built site: `make book` is the slow part
 def test_site_is_built() -> None:
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
@@ -358,12 +439,9 @@ def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
     visit = PageVisit(browser, server, rel)
     page, problems = visit.page, visit.problems
     try:
-        page.goto(server + rel, wait_until="load", timeout=30_000)
+        page.goto(server + rel, wait_until="load")
         page.evaluate(WAIT_FOR_MATHJAX)
-        # Widgets are drawn asynchronously once the widget manager has loaded.
-        with contextlib.suppress(PlaywrightTimeout):  # reported below, widget by widget
-            page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
-        visit.settle()
+        visit.settle()  # widgets drawn, among the rest (a widget never drawn is named)
 
         for w in page.evaluate(WIDGET_REPORT):
             if not w["drawn"]:
@@ -406,18 +484,20 @@ def _repository() -> tuple[str, str, str]:
 @pytest.mark.slow  # needs the built site: `make book` is the slow part
 @pytest.mark.parametrize("rel", notebook_pages() or [NO_SITE])
 def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
-    """Binder, Colab and live code (thebe) buttons open *this* notebook; .ipynb downloads."""
+    """Binder, Colab and live code (thebe) buttons open *this* notebook's live copy (branch
+    ``live``: tests/test_live_notebooks.py checks that tree); .ipynb downloads."""
     assert rel != NO_SITE, f"no notebook pages in {SITE}: run `make book` first"
     html = (SITE / rel).read_text(encoding="utf-8")
-    owner_name, branch, book = _repository()
+    owner_name, _, book = _repository()
     nb = Path(book, rel).with_suffix(".ipynb").as_posix()
     assert (BOOK / nb).is_file(), f"the page {rel} names {nb}, which is not in the repository"
-    binder = f"https://mybinder.org/v2/gh/{owner_name}/{branch}?urlpath=lab/tree/{nb}"
-    colab = f"https://colab.research.google.com/github/{owner_name}/blob/{branch}/{nb}"
+    binder = f"https://mybinder.org/v2/gh/{owner_name}/live?urlpath=lab/tree/{nb}"
+    colab = f"https://colab.research.google.com/github/{owner_name}/blob/live/{nb}"
     assert f'href="{binder}"' in html, f"{rel}: expected a Binder button to {binder}"
     assert f'href="{colab}"' in html, f"{rel}: expected a Colab button to {colab}"
     assert 'onclick="initThebeSBT()"' in html, f"{rel}: expected a live-code (thebe) button"
-    assert f'repo: "{owner_name}"' in html, f"{rel}: thebe is not pointed at {owner_name}"
+    thebe = rf'repo: "{re.escape(owner_name)}",\s*ref: "live"'
+    assert re.search(thebe, html), f"{rel}: thebe is not pointed at {owner_name}, branch live"
     download = re.search(r'href="([^"]*_sources/[^"]*\.ipynb)"', html)
     assert download, f"{rel}: expected a download (.ipynb) button"
     target = (SITE / rel).parent / download.group(1)
@@ -426,12 +506,15 @@ def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
 
 
 def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
-    """Binder installs the exact pins, torch from its CPU index (the slow end-to-end check of
-    these files is tests/test_binder.py)."""
+    """Binder installs exact pins of its own (no -r line), torch's CPU build from its CPU index
+    (the slow end-to-end check of these files is tests/test_binder.py)."""
     req = (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines()
     lines = [ln.strip() for ln in req if ln.strip() and not ln.startswith("#")]
-    assert "-r ../requirements.txt" in lines, (
-        f"binder/requirements.txt does not use the pins: {lines}"
+    assert not [ln for ln in lines if ln.startswith(("-r", "-c"))], (
+        f"binder/requirements.txt reads another file, so repo2docker cannot cache it: {lines}"
+    )
+    assert any(re.fullmatch(r"torch==\S+\+cpu", ln) for ln in lines), (
+        f"binder/requirements.txt pins no CPU build of torch: {lines}"
     )
     assert any("download.pytorch.org/whl/cpu" in ln for ln in lines), (
         f"binder/requirements.txt has no PyTorch CPU index, so Binder would fetch CUDA torch: {lines}"
@@ -455,7 +538,7 @@ def test_search_works_offline(browser: Any, server: str) -> None:
     visit = PageVisit(browser, server, "search.html")
     try:
         visit.page.goto(server + "search.html?q=glossary", wait_until="load")
-        visit.page.wait_for_selector("#search-results li a", timeout=15_000)
+        visit.page.wait_for_selector("#search-results li a")  # the results: an event
         hits = visit.page.eval_on_selector_all(
             "#search-results li a", "els => els.map(a => a.href)"
         )
@@ -579,10 +662,8 @@ def page_weight(browser: Any, server: str, rel: str) -> dict[str, Any]:
         responses: list[Any] = []
         visit.page.on("response", lambda r: responses.append(r))
         try:
-            visit.page.goto(server + rel, wait_until="load", timeout=30_000)
+            visit.page.goto(server + rel, wait_until="load")
             visit.page.evaluate(WAIT_FOR_MATHJAX)
-            with contextlib.suppress(PlaywrightTimeout):
-                visit.page.wait_for_function(WIDGETS_DRAWN, timeout=15_000)
             visit.settle()
             icons = visit.page.evaluate(ICONS_REPORT)
             sizes: dict[str, int] = {}

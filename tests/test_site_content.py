@@ -141,7 +141,7 @@ def measured(browser: Any, server: str, rel: str) -> dict[str, Any]:  # noqa: F8
     if rel not in _MEASURED:
         visit = PageVisit(browser, server, rel)
         try:
-            visit.page.goto(server + rel, wait_until="load", timeout=30_000)
+            visit.page.goto(server + rel, wait_until="load")
             visit.settle()
             _MEASURED[rel] = visit.page.evaluate(MEASURE)
         finally:
@@ -361,6 +361,14 @@ def test_png_width_reads_the_header(tmp_path: Path) -> None:
     assert _readable().png_width(tmp_path / "g.png") is None
 
 
+#: Sphinx's search has listed every result, and each has its snippet or its description.
+SEARCH_DONE = """
+() => /finished/i.test((document.querySelector('#search-results .search-summary') || {}).textContent || '')
+      && Array.from(document.querySelectorAll('#search-results li'))
+              .every(li => li.querySelector(':scope > p, :scope > span'))
+"""
+
+
 @pytest.mark.slow
 def test_search_snippets_write_symbols_in_unicode(browser: Any, server: str) -> None:  # noqa: F811
     """Search snippets are plain text: symbols and inline math read "sₜ₋₁", not "s_{t-1}"."""
@@ -368,13 +376,16 @@ def test_search_snippets_write_symbols_in_unicode(browser: Any, server: str) -> 
     visit = PageVisit(browser, server, "search.html")
     try:
         visit.page.goto(server + "search.html?q=encoder+hidden+state", wait_until="load")
-        visit.page.wait_for_selector("#search-results li p", timeout=20_000)
+        visit.page.wait_for_selector("#search-results li p")
         made = visit.page.evaluate(
             """() => Search.htmlToText('<div role="main"><p>The state <span class="readable-sym">'
                  + '<span class="readable-var">s</span><sub><span class="readable-var">t</span>'
                  + '\\u22121</sub></span> meets <span class="math">\\\\(W_a h_i\\\\)</span>.</p></div>')"""
         )
-        visit.page.wait_for_timeout(2_000)  # the snippets are filled in as their pages arrive
+        # the snippets are filled in as their pages arrive: wait for the search to finish and
+        # every result to have its snippet (or its description), and no page still on its way
+        visit.page.wait_for_function(SEARCH_DONE)
+        visit.settle()
         snippets = visit.page.eval_on_selector_all(
             "#search-results li p", "els => els.map(p => p.innerText)"
         )

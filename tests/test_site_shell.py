@@ -19,10 +19,12 @@ Build the site first (``make book``); every test here skips when there is no bui
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 # The fixtures `browser` and `server` are used by name: importing them makes them available here.
 from test_site import (
@@ -90,7 +92,7 @@ def open_page(browser: Any, server: str, rel: str, width: int, mode: str) -> Pag
     visit.context.add_init_script(
         f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');"
     )
-    visit.page.goto(server + rel, wait_until="load", timeout=120_000)
+    visit.page.goto(server + rel, wait_until="load")
     visit.page.evaluate(WAIT_FOR_MATHJAX)
     theme = visit.page.evaluate("document.documentElement.dataset.theme")
     assert theme == mode, f"{rel}: expected the page in {mode} mode, it is in {theme} mode"
@@ -126,16 +128,26 @@ def test_sidebar_toggle_shows_and_hides_its_sidebar(
         def expanded() -> str | None:
             return toggle.get_attribute("aria-expanded")
 
+        def becomes(state: str) -> None:
+            """Wait for the sidebar to show or hide ("visible", "hidden") and the toggle to say
+            so: events (the theme animates the sidebar), ended only by the backstop."""
+            with contextlib.suppress(PlaywrightTimeout):
+                content.wait_for(state=state)
+                page.wait_for_function(
+                    "([el, v]) => el.getAttribute('aria-expanded') === v",
+                    arg=[toggle.element_handle(), "true" if state == "visible" else "false"],
+                )
+
         if width == PHONE:
             # Sidebars start hidden; the toggle opens one as a dialog; Escape closes it.
             assert not shown(), f"{kind} sidebar visible before the toggle is clicked"
             assert expanded() == "false"
             toggle.click()
-            page.wait_for_timeout(400)
+            becomes("visible")
             assert shown(), f"clicking the {kind} toggle at {width} px did not show its sidebar"
             assert expanded() == "true"
             page.keyboard.press("Escape")
-            page.wait_for_timeout(400)
+            becomes("hidden")
             assert not shown(), f"Escape did not close the {kind} sidebar at {width} px"
             assert expanded() == "false"
         else:
@@ -143,11 +155,11 @@ def test_sidebar_toggle_shows_and_hides_its_sidebar(
             assert shown(), f"{kind} sidebar not visible at {width} px before any click"
             assert expanded() == "true"
             toggle.click()
-            page.wait_for_timeout(600)  # the theme animates the left sidebar out
+            becomes("hidden")  # the theme animates the left sidebar out
             assert not shown(), f"clicking the {kind} toggle at {width} px did not hide it"
             assert expanded() == "false"
             toggle.click()
-            page.wait_for_timeout(600)
+            becomes("visible")
             assert shown(), f"a second click on the {kind} toggle did not show it again"
             assert expanded() == "true"
             dialog = page.locator(f"#pst-{kind}-sidebar-modal")
@@ -274,7 +286,7 @@ def test_live_code_offline_says_what_it_needs(browser: Any, server: str) -> None
         page.locator(".dropdown-launch-buttons > button").click()
         page.locator(".btn-launch-thebe").click()
         note = page.locator(".site-thebe-unavailable")
-        note.wait_for(state="visible", timeout=25_000)
+        note.wait_for(state="visible")  # an event; only the backstop ends a wait for a note
         text = note.inner_text()
         spinner = page.locator(".thebe-launch-button")
         left_spinning = spinner.count() > 0 and spinner.is_visible()

@@ -201,7 +201,9 @@ def test_plot_without_axes_makes_one_pyplot_figure(tiny: tr.Trained, known: str)
 
 @pytest.mark.slow
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(text=st.text(max_size=40))
 def test_any_text_gives_a_result_or_a_clear_refusal(tiny: tr.Trained, text: str) -> None:

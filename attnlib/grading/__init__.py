@@ -3,10 +3,11 @@
 The package is split by where its code runs:
 
 * **the learner's side**, imported by the exercise notebooks in a student's
-  kernel (Binder, Colab, a laptop), with only otter-grader as a dependency
-  (``attnlib[exercises]``): :mod:`.reference` (pure-Python references),
+  kernel (Binder, Colab, a laptop), with nothing beyond attnlib's own
+  dependencies: :mod:`.reference` (pure-Python references),
   :mod:`.checks` (what the public tests call) and :mod:`.notebook` (the
-  notebook's ``grader``). Their names are re-exported here.
+  notebook's ``grader``, which runs the public tests without otter-grader).
+  Their names are re-exported here.
 * **the channel** between the two other sides, defined once: :mod:`.channel`.
 * **the untrusted worker**, which runs inside the sandbox in the same process as
   a student's code: :mod:`.worker`.

@@ -26,7 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default: $ATTNLIB_GRADING_SEED); keep it secret",
     )
     g.add_argument("--exercise", action="append", help="a row for this exercise (repeatable)")
-    g.add_argument("--timeout", type=float, default=300.0, help="seconds per submission")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="wall-clock seconds per submission: a backstop for one that waits without "
+        "computing (the limits are CPU time)",
+    )
     g.add_argument(
         "--no-sandbox",
         action="store_true",

@@ -45,7 +45,7 @@ def _normalise_student(nb: Any, name: str) -> Any:
 
 
 def _set_init_cell(nb: Any, name: str) -> None:
-    """Replace otter's first cell with the course's (it also works where the notebook is not on disk)."""
+    """Replace otter's first cell with the course's (:func:`attnlib.colab.source_cell`)."""
     first = nb.cells[0]
     if not first.source.startswith("# Initialize Otter"):
         raise RuntimeError(f"{name}: otter assign no longer starts with its init cell")

@@ -1,11 +1,13 @@
 """The learner's side: what the exercise notebooks' public tests call, in the learner's kernel.
 
 ``grader.check("q1_softmax")`` in a notebook runs that question's public tests
-(otter-grader), and they call these: :func:`call` runs the learner's function
+(:mod:`.notebook`), and they call these: :func:`call` runs the learner's function
 under a time limit and turns anything it raises into a failed check with a
 message; :func:`floats` reads its result as plain numbers; :func:`assert_close`
 compares them with a pure-Python reference (:mod:`.reference`) and names the
-shape or the entry that differs.
+shape or the entry that differs. Where the function is not written yet (it is not
+defined, raises ``NotImplementedError`` or returns ``None``) the failure is a
+:class:`NotAnswered`, which the notebook shows as "not answered yet".
 
 These checks give feedback; they are not the grade. The grade comes from the
 trusted grader (:mod:`.grader`), which runs the notebook in a sandbox and
@@ -19,12 +21,22 @@ import signal
 import threading
 from typing import Any
 
-__all__ = ["assert_close", "call", "floats"]
+__all__ = ["NotAnswered", "assert_close", "call", "floats"]
 
 Nested = float | list["Nested"]
 
 
 # =========================================================================== checks
+class NotAnswered(AssertionError):
+    """A failed check whose cause is an answer not written yet, not a wrong one.
+
+    Raised by :func:`call` when the learner's function is not defined or raises
+    ``NotImplementedError``, and by :func:`floats` when it returned ``None``. It is an
+    ``AssertionError``, so a check that fails with it fails as before; the notebook's
+    ``grader`` (:mod:`.notebook`) shows it as "not answered yet".
+    """
+
+
 def floats(x: Any, name: str = "your result") -> tuple[tuple[int, ...], list[float]]:
     """Read a learner's result as (shape, flat list of Python floats).
 
@@ -44,7 +56,8 @@ def floats(x: Any, name: str = "your result") -> tuple[tuple[int, ...], list[flo
     Raises
     ------
     AssertionError
-        If ``x`` is ``None`` (the function is not written yet) or not numbers.
+        If ``x`` is not numbers; :class:`NotAnswered` (an ``AssertionError``) if it is
+        ``None`` (the function is not written yet).
 
     See Also
     --------
@@ -53,7 +66,7 @@ def floats(x: Any, name: str = "your result") -> tuple[tuple[int, ...], list[flo
     import numpy as np
 
     if x is None:
-        raise AssertionError(f"{name} is None: the function does not return anything yet")
+        raise NotAnswered(f"{name} is None: the function does not return anything yet")
     if hasattr(x, "detach") and hasattr(x, "cpu"):
         x = x.detach().cpu().numpy()
     try:
@@ -140,7 +153,8 @@ def call(fn: Any, *args: Any, name: str | None = None, seconds: float = 10.0, **
     name : str, optional
         How the message names it (default: ``fn.__name__``).
     seconds : float
-        Time limit (on the main thread; elsewhere no limit is set).
+        Limit on the CPU time ``fn`` may use (on the main thread; elsewhere no limit is
+        set). CPU time, not the clock: a busy machine does not make a fair answer fail.
 
     Returns
     -------
@@ -149,7 +163,9 @@ def call(fn: Any, *args: Any, name: str | None = None, seconds: float = 10.0, **
     Raises
     ------
     AssertionError
-        If ``fn`` is missing, raises anything (``SystemExit`` included) or runs too long.
+        If ``fn`` raises anything (``SystemExit`` included) or runs too long;
+        :class:`NotAnswered` (an ``AssertionError``) if ``fn`` is missing or raises
+        ``NotImplementedError``.
 
     See Also
     --------
@@ -157,7 +173,7 @@ def call(fn: Any, *args: Any, name: str | None = None, seconds: float = 10.0, **
     """
     label = name or getattr(fn, "__name__", "your function")
     if not callable(fn):
-        raise AssertionError(f"{label} is not defined yet: write it and run its cell first")
+        raise NotAnswered(f"{label} is not defined yet: write it and run its cell first")
     timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     old_handler = old_timer = None
     if timed:
@@ -165,19 +181,23 @@ def call(fn: Any, *args: Any, name: str | None = None, seconds: float = 10.0, **
         def _alarm(signum: int, frame: Any) -> None:
             raise _TimeUp
 
-        old_handler = signal.signal(signal.SIGALRM, _alarm)
-        old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
+        old_handler = signal.signal(signal.SIGPROF, _alarm)
+        old_timer = signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         return fn(*args, **kwargs)
     except _TimeUp:
         raise AssertionError(
-            f"{label} ran longer than {seconds:g} s; is there an endless loop?"
+            f"{label} used more than {seconds:g} s of CPU time; is there an endless loop?"
+        ) from None
+    except NotImplementedError as err:
+        raise NotAnswered(
+            f"{label} is not written yet (it raised NotImplementedError: {err})"
         ) from None
     except BaseException as err:  # SystemExit, KeyboardInterrupt: a failed check, not a crash
         raise AssertionError(f"{label} raised {type(err).__name__}: {err}") from None
     finally:
         if timed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old_handler)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, old_handler)
             if old_timer and old_timer[0] > 0:
-                signal.setitimer(signal.ITIMER_REAL, *old_timer)
+                signal.setitimer(signal.ITIMER_PROF, *old_timer)

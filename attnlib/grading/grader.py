@@ -19,6 +19,12 @@ Rules (README, "For instructors"):
   first cell may fail in the sandbox without losing anything). A cell that
   overruns its time limit is stopped; one that will not stop, or that ends the
   worker, is skipped: the worker is restarted and the cells before it replayed.
+* **Time is CPU time.** A cell's limit (``Exercise.cell_seconds``), a call's
+  (``call_seconds``) and a submission's (``Limits.cpu_seconds``, all its workers
+  together) count the CPU time of the sandbox's processes, so a grade does not
+  depend on how busy the grading machine is. A submission that waits without
+  computing is ended by wall-clock backstops (:mod:`.session`), and the whole
+  submission by ``timeout``.
 * **The folder is input.** ``SUBMISSIONS/<student>/<anything>.ipynb`` or
   ``SUBMISSIONS/<student>.ipynb``; only regular files are read, never through
   a symbolic link; links, FIFOs, devices, sockets and folders named ``*.ipynb``
@@ -45,7 +51,6 @@ import os
 import re
 import stat
 import tempfile
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -234,7 +239,12 @@ def grade_notebook(
     call_seconds: float = 10.0,
     max_starts: int = 4,
 ) -> dict[str, Result]:
-    """Grade one notebook (bytes) of ``exercise``; question name → :class:`Result`."""
+    """Grade one notebook (bytes) of ``exercise``; question name → :class:`Result`.
+
+    ``timeout`` is the submission's wall-clock backstop; ``call_seconds`` the CPU time of
+    one call of the learner's code, ``exercise.cell_seconds`` of one cell, and
+    ``limits.cpu_seconds`` of the whole submission (see :mod:`.session`).
+    """
     results = {q.name: Result() for q in exercise.questions}
     try:
         sources = code_cells(json.loads(notebook.decode("utf-8")))
@@ -250,7 +260,7 @@ def grade_notebook(
         f"{exercise.name}.ipynb",
         limits or sandbox.Limits(),
         isolate=isolate,
-        deadline=time.monotonic() + timeout,
+        wall_seconds=timeout,
         max_starts=max_starts,
     )
     probe = _Probe(session, call_seconds)
@@ -273,15 +283,17 @@ def grade_notebook(
                     cell_errors[k] = f"skipped (the cell cannot be sent: {err})"
                 except WorkerGone as gone:
                     cell_errors[k] = f"skipped ({gone})"
-                    if time.monotonic() >= session.deadline:
-                        stopped = f"stopped at the submission's time limit of {timeout:g} s"
+                    spent = session.spent()
+                    if spent:
+                        stopped = f"stopped at {spent}"
             for name in plan.get(k, []):
                 q, res = questions[name], results[name]
                 if k in cell_errors:
                     res.notes.append(f"its answer cell raised {cell_errors[k][:200]}")
                 for check in q.checks:
-                    if time.monotonic() >= session.deadline:
-                        stopped = f"stopped at the submission's time limit of {timeout:g} s"
+                    spent = None if stopped else session.spent()
+                    if spent:
+                        stopped = f"stopped at {spent}"
                     if stopped:
                         res.notes.append(f"{check.name}: {stopped}")
                         continue
@@ -525,9 +537,12 @@ def grade(
     isolate : bool
         False grades without the OS sandbox (``--no-sandbox``): only for work you trust.
     timeout : float
-        Seconds per submission, everything included.
+        Wall-clock seconds per submission, everything included: a backstop for a
+        submission that waits without computing (the CPU time limits stop one that
+        computes, whatever the machine's load).
     limits : Limits, optional
-        Memory, CPU, file and scratch limits of each worker.
+        Memory, file and scratch limits of each worker, and the CPU time of each
+        submission (all its workers together).
 
     Returns
     -------

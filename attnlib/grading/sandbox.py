@@ -13,8 +13,9 @@ Each submission gets its own ``bwrap`` (Debian's ``bubblewrap``) with
 * a seccomp filter that refuses to create processes (threads are allowed:
   numpy and torch need them), so no fork bomb and no child outlives it;
 * limits on address space (memory), CPU time, file size and open files
-  (``setrlimit``, inherited by the sandbox), and a wall-clock limit the grader
-  enforces by killing it.
+  (``setrlimit``, inherited by the sandbox; the CPU time is what is left of the
+  submission's, :mod:`.session`), and wall-clock backstops the grader enforces by
+  killing it.
 
 :func:`problem` says why the sandbox cannot run here (bubblewrap missing, user
 namespaces refused); the grader then refuses to grade untrusted work unless the
@@ -49,7 +50,7 @@ UID = 65534
 
 @dataclass(frozen=True)
 class Limits:
-    """What one worker may use."""
+    """What one worker may use (``cpu_seconds``: one submission, all its workers together)."""
 
     memory_bytes: int = 3 * 2**30
     cpu_seconds: int = 300
@@ -332,7 +333,7 @@ def problem() -> str | None:
             cmd = [*cmd[: cmd.index(python()) + 1], "-I", "-c", "import os; print(os.getuid())"]
             try:
                 proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=60, pass_fds=(r,), check=False
+                    cmd, capture_output=True, text=True, timeout=300, pass_fds=(r,), check=False
                 )
                 out, err, code = proc.stdout.strip(), proc.stderr.strip(), proc.returncode
             except (OSError, subprocess.TimeoutExpired) as exc:

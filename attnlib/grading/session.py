@@ -2,15 +2,26 @@
 
 A :class:`Session` starts the worker (:mod:`.sandbox`, :mod:`.worker`), sends it
 the notebook's cells one at a time and the grader's calls, and reads each reply
-with a deadline. A worker that overruns a deadline, dies, or replies with
+within its limits. A worker that overruns a limit, dies, or replies with
 anything but the plain data the channel defines (:mod:`.channel`) is killed;
 the session can start a fresh one and replay the cells that ran before, so a
 hang in one place costs the points of that place only.
+
+The limits are **CPU time**, so a grade does not depend on how busy the grading
+machine is: a request may use ``seconds`` of the worker's CPU time (the worker
+stops it itself at ``seconds``; the grader, which reads the CPU time of the
+sandbox's processes from ``/proc``, kills it at ``seconds + CPU_SLACK``), and a
+submission's workers together may use ``limits.cpu_seconds`` (each worker also
+gets what is left as its ``RLIMIT_CPU``, which the kernel enforces). A worker
+that waits without computing (a sleep, a blocked read) uses no CPU time: a
+wall-clock backstop, :data:`WALL_PER_CPU` times a request's CPU limit plus
+:data:`SLACK`, and the submission's ``deadline``, end it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import shutil
@@ -19,15 +30,62 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from attnlib.grading import channel, sandbox
 
-__all__ = ["Session", "WorkerGone"]
+__all__ = ["Session", "WorkerGone", "cpu_seconds", "tree"]
 
-SLACK = 5.0  # seconds the grader waits beyond the worker's own time limit
+SLACK = 5.0  # wall-clock seconds added to a request's backstop
+CPU_SLACK = 2.0  # CPU seconds a request may use beyond the worker's own limit before it is killed
+WALL_PER_CPU = 10.0  # a request's wall-clock backstop, in units of its CPU limit (plus SLACK)
+START_SECONDS = 60.0  # CPU seconds a fresh worker may take to start and answer its first request
+POLL = 0.25  # seconds between two readings of the worker's CPU time while a reply is awaited
+MIN_START_CPU = 1.0  # CPU seconds a fresh worker needs at least: with less left, none starts
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """A process's parent and CPU seconds (user and system, every thread, and its reaped
+    children's), from ``/proc/<pid>/stat``; None once it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]), sum(int(x) for x in fields[11:15]) / _TICKS
+
+
+def tree(root: int) -> list[int]:
+    """Process ``root`` and all its descendants (one pass over ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (st := _stat(int(entry))) is not None:
+            children.setdefault(st[0], []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds the processes ``pids`` have used so far (an ended one counts 0)."""
+    return sum(st[1] for pid in pids if (st := _stat(pid)) is not None)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What one request may use: wall-clock and CPU readings past which the worker is killed."""
+
+    wall: float  # time.monotonic() value
+    cpu: float  # the current worker's CPU seconds
+    cpu_left: float  # the current worker's CPU seconds at which the submission's are used up
+    seconds: float  # the request's CPU limit, as asked
 
 
 def _high(fd: int) -> int:
@@ -40,19 +98,24 @@ def _high(fd: int) -> int:
 
 
 class WorkerGone(Exception):
-    """The worker overran its deadline, died, or broke the channel's format (it has been killed)."""
+    """The worker overran a limit, died, or broke the channel's format (it has been killed)."""
 
 
 @dataclass
 class Session:
-    """One submission's worker and the cells it has run."""
+    """One submission's worker and the cells it has run.
+
+    ``limits.cpu_seconds`` is the submission's CPU time, all its workers together;
+    ``wall_seconds`` its wall-clock backstop, counted from the session's creation
+    (``deadline``, a ``time.monotonic()`` value).
+    """
 
     stage_dir: Path
     notebook: bytes
     notebook_name: str
     limits: sandbox.Limits
     isolate: bool = True
-    deadline: float = field(default_factory=lambda: time.monotonic() + 600.0)
+    wall_seconds: float = 600.0
     ran: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
@@ -62,6 +125,40 @@ class Session:
     _scratch: str | None = None
     _to_worker: int = -1
     _from_worker: int = -1
+    cpu_before: float = 0.0  # CPU seconds of this submission's workers that have ended
+    _cpu_seen: float = 0.0  # the current worker's CPU seconds at the last reading
+    _pids: list[int] = field(default_factory=list)  # the current worker's sandbox processes
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.wall_seconds
+
+    # -- what the submission has used --------------------------------------------------
+    def worker_cpu(self, *, look: bool = False) -> float:
+        """CPU seconds the current worker's sandbox has used (0 without a worker).
+
+        Its processes are listed once it has answered its first request (the sandbox can
+        start no process), before that at every reading, and again when ``look`` is set, as
+        it is every ``POLL`` seconds while a reply is awaited.
+        """
+        if self.proc is not None:
+            if look and self._pids:
+                self._pids = tree(self.proc.pid)
+            pids = self._pids or tree(self.proc.pid)
+            self._cpu_seen = max(self._cpu_seen, cpu_seconds(pids))
+        return self._cpu_seen
+
+    def cpu_used(self) -> float:
+        """CPU seconds this submission's workers have used, the current one included."""
+        return self.cpu_before + self.worker_cpu()
+
+    def spent(self) -> str | None:
+        """Which of the submission's limits is used up (a phrase for the note), or None."""
+        if self.limits.cpu_seconds - self.cpu_used() < MIN_START_CPU:
+            return f"the submission's CPU time limit of {self.limits.cpu_seconds:g} s"
+        if time.monotonic() >= self.deadline:
+            return f"the submission's wall-clock limit of {self.wall_seconds:g} s"
+        return None
 
     # -- life cycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -69,8 +166,10 @@ class Session:
         self.close()
         if self.starts >= self.max_starts:
             raise WorkerGone(f"the worker was restarted {self.max_starts - 1} times; no more")
-        if time.monotonic() >= self.deadline:
-            raise WorkerGone("no answer within the submission's time limit")
+        spent = self.spent()
+        if spent:
+            raise WorkerGone(f"no answer within {spent}")
+        left = self.limits.cpu_seconds - self.cpu_before
         self.starts += 1
         nb_fd = _high(os.memfd_create("notebook"))
         os.write(nb_fd, self.notebook)
@@ -107,8 +206,11 @@ class Session:
         # jobs > 1 another session's temporary descriptors come and go at any moment.
         cmd = [*cmd, str(to_worker_r), str(from_worker_w)]
 
+        # the kernel's own stop, just past the grader's: what is left of the submission's CPU time
+        own = replace(self.limits, cpu_seconds=math.ceil(left + CPU_SLACK))
+
         def preexec() -> None:
-            sandbox.rlimits(self.limits)()
+            sandbox.rlimits(own)()
             os.setsid()
 
         keep = tuple(fds)
@@ -127,11 +229,18 @@ class Session:
         finally:
             for fd in fds:
                 os.close(fd)
+        self._cpu_seen, self._pids = 0.0, []
+        # ready: an empty cell answered (the start-up's imports are not a request's CPU time)
+        self.request({"op": "cell", "source": "", "seconds": START_SECONDS}, START_SECONDS)
+        self._pids = tree(self.proc.pid)  # complete now: the worker is up
         for source in list(self.ran):
             self.request({"op": "cell", "source": source, "seconds": 60.0}, 60.0)
 
     def close(self) -> None:
         """End the worker (and with it, its whole PID namespace)."""
+        if self.proc is not None:
+            self.cpu_before += self.worker_cpu()
+            self._cpu_seen, self._pids = 0.0, []
         proc, self.proc = self.proc, None
         for fd in (self._to_worker, self._from_worker):
             if fd >= 0:
@@ -150,12 +259,19 @@ class Session:
 
     # -- requests ----------------------------------------------------------------------
     def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
-        """Send one request and return its reply; :class:`WorkerGone` if none comes in time."""
+        """Send one request and return its reply; :class:`WorkerGone` if none comes in time.
+
+        ``seconds`` is the request's CPU time limit (the worker's own, which it is also sent);
+        the worker is killed past ``seconds + CPU_SLACK`` of CPU time, past the submission's
+        CPU time, or past the wall-clock backstop ``WALL_PER_CPU * seconds + SLACK`` or the
+        submission's ``deadline``, whichever comes first.
+        """
         if self.proc is None:
             self.start()
         self._next_id += 1
         ident = self._next_id
         data = channel.encode({**message, "id": ident})
+        cpu_at_start = self.worker_cpu()
         try:
             view = memoryview(data)
             while view:
@@ -164,8 +280,13 @@ class Session:
         except OSError:
             self._fail()
             raise WorkerGone("the worker ended before it could be asked") from None
-        limit = min(time.monotonic() + seconds + SLACK, self.deadline)
-        reply = self._read_line(limit)
+        limits = _Limits(
+            wall=min(time.monotonic() + WALL_PER_CPU * seconds + SLACK, self.deadline),
+            cpu=cpu_at_start + seconds + CPU_SLACK,
+            cpu_left=self.limits.cpu_seconds - self.cpu_before,
+            seconds=seconds,
+        )
+        reply = self._read_line(limits)
         try:
             decoded = channel.decode(reply)
         except channel.ChannelError as err:
@@ -179,16 +300,32 @@ class Session:
     def _fail(self) -> None:
         self.close()
 
-    def _read_line(self, limit: float) -> bytes:
+    def _past(self, limits: _Limits, *, look: bool) -> str | None:
+        """The limit the worker is past while it has not answered, or None."""
+        cpu = self.worker_cpu(look=look)
+        if cpu >= limits.cpu_left:
+            return f"the submission's CPU time limit of {self.limits.cpu_seconds:g} s"
+        if cpu >= limits.cpu:
+            return f"the request's CPU time limit of {limits.seconds:g} s"
+        if time.monotonic() >= limits.wall:
+            if limits.wall >= self.deadline:
+                return f"the submission's wall-clock limit of {self.wall_seconds:g} s"
+            backstop = WALL_PER_CPU * limits.seconds + SLACK
+            return f"the request's wall-clock backstop of {backstop:g} s (it computed nothing)"
+        return None
+
+    def _read_line(self, limits: _Limits) -> bytes:
         scanned = 0  # the buffer grows in place and is searched once: linear in what arrives
+        waited = False
         while (end := self._buf.find(b"\n", scanned)) < 0:
             scanned = len(self._buf)
-            left = limit - time.monotonic()
-            if left <= 0:
+            past = self._past(limits, look=waited)
+            if past:
                 self._fail()
-                past = "submission's" if limit >= self.deadline else "request's"
-                raise WorkerGone(f"no answer within the {past} time limit")
-            ready, _, _ = select.select([self._from_worker], [], [], min(left, 1.0))
+                raise WorkerGone(f"no answer within {past}")
+            left = limits.wall - time.monotonic()
+            ready, _, _ = select.select([self._from_worker], [], [], max(0.0, min(left, POLL)))
+            waited = not ready
             if not ready:
                 if self.proc is not None and self.proc.poll() is not None:
                     self._fail()
