@@ -1,4 +1,4 @@
-"""Serve anywidget's front end from the site, so explorables (``attnlib.explorable``) run offline.
+"""Serve anywidget's front end from the site, so the explorables (attnlib.explorables) run offline.
 
 A local Sphinx extension (listed under ``sphinx: local_extensions`` in ``_config.yml``).
 

@@ -185,7 +185,7 @@ class SphinxResolver:
     ----------
     app : Sphinx
     docname : str
-        The notebook's document name (``chapters/02_attention_step``).
+        The notebook's document name (``chapters/attention_step``).
     """
 
     def __init__(self, app: Sphinx, docname: str) -> None:

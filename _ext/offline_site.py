@@ -46,7 +46,7 @@ What it does
      on every page); the icons are drawn from the webfont the theme's stylesheet already
      declares, cut down at ``build-finished`` to the icons the site shows
      (:func:`subset_icon_fonts`, a few kB instead of 274 kB);
-   - on pages whose saved widgets are all anywidgets (the explorables of ``attnlib.explorable``),
+   - on pages whose saved widgets are all anywidgets (the explorables of ``attnlib.explorables``),
      RequireJS and the 3.6 MB widget manager are swapped for ``static/anywidget_static.js``,
      which runs each explorable's own front end from the saved state
      (:func:`draw_anywidgets_without_the_manager`);

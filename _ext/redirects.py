@@ -2,7 +2,7 @@
 
 Chapters are named by their topic (``chapters/masking.ipynb``), never by a number, so the
 site's chapter numbers can change without moving a file. The files used to carry numbers
-(``chapters/14_masking``); a link or bookmark to such a page must keep working. The
+(``chapters/masking``); a link or bookmark to such a page must keep working. The
 ``redirects`` setting in ``_config.yml`` maps each old page name to its new one, and after the
 build this extension writes, at each old address, a small page that moves the browser on at
 once (``<meta http-equiv="refresh">``, and the canonical link for search engines) and, for a

@@ -11,7 +11,7 @@ chapter can state it and check it:
 
 See Also
 --------
-The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+The chapter "Reading alignment heatmaps" (chapters/heatmaps).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def diagonal_mass(alpha: ArrayLike, *, width: int = 1, anti: bool = False) -> fl
 
     See Also
     --------
-    The chapters "Spot the error" (chapters/11_spot_the_error), error 5, and
-    "Edge cases" (chapters/13_edge_cases), case 6.
+    The chapters "Spot the error" (chapters/spot_the_error), error 5, and
+    "Edge cases" (chapters/edge_cases), case 6.
     """
     a = np.asarray(alpha, dtype=float)
     if a.ndim != 2 or a.shape[1] < 2 or a.shape[0] < 1:
@@ -101,7 +101,7 @@ def argmax_moves(alphas: Sequence[ArrayLike]) -> Moves:
 
     See Also
     --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+    The chapter "Reading alignment heatmaps" (chapters/heatmaps).
     """
     fwd = back = stay = 0
     for a in alphas:

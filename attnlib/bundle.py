@@ -72,7 +72,7 @@ def toc_notebooks(root: Path | None = None) -> list[Path]:
     Returns
     -------
     list of Path
-        e.g. ``chapters/01_symbols.ipynb``, ..., ``exercises/06_decoding.ipynb``; pages that
+        e.g. ``chapters/symbols.ipynb``, ..., ``exercises/06_decoding.ipynb``; pages that
         are Markdown (``intro``, ``chapters/glossary``, ``exercises/index``) are left out.
     """
     import yaml

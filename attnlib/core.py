@@ -159,7 +159,7 @@ def softmax(e: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> Floa
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     e = _real_array(e, "e")
     if e.ndim == 0:
@@ -229,7 +229,7 @@ def additive_scores(
 
     See Also
     --------
-    The chapter "Score functions" (chapters/04_score_functions).
+    The chapter "Score functions" (chapters/score_functions).
     """
     s_prev = _real_array(s_prev, "s_prev")
     h = _real_array(h, "h")
@@ -286,7 +286,7 @@ def multiplicative_scores(s: ArrayLike, h: ArrayLike, W_a: ArrayLike) -> FloatAr
 
     See Also
     --------
-    The chapter "Score functions" (chapters/04_score_functions).
+    The chapter "Score functions" (chapters/score_functions).
     """
     s = _real_array(s, "s")
     h = _real_array(h, "h")
@@ -318,7 +318,7 @@ def dot_scores(s: ArrayLike, h: ArrayLike) -> FloatArray:
 
     See Also
     --------
-    The chapter "Score functions" (chapters/04_score_functions).
+    The chapter "Score functions" (chapters/score_functions).
     """
     s = _real_array(s, "s")
     h = _real_array(h, "h")
@@ -354,7 +354,7 @@ def context(alpha: ArrayLike, h: ArrayLike, *, check_weights: bool = True) -> Fl
 
     See Also
     --------
-    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    The chapter "The attention step, pictured" (chapters/attention_step).
     """
     alpha = _real_array(alpha, "alpha")
     h = _real_array(h, "h")
@@ -391,7 +391,7 @@ def entropy(alpha: ArrayLike, base: float = math.e) -> FloatArray:
 
     See Also
     --------
-    The chapter "Attention entropy" (chapters/05_entropy).
+    The chapter "Attention entropy" (chapters/entropy).
     """
     alpha = _real_array(alpha, "alpha")
     _need_ndim(alpha, "alpha", 1, "(..., T_x)")
@@ -433,7 +433,7 @@ def attend(
 
     See Also
     --------
-    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    The chapter "The attention step, pictured" (chapters/attention_step).
     """
     e = additive_scores(s_prev, h, W_a, U_a, v_a)
     alpha = softmax(e, axis=-1, mask=mask)

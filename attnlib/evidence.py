@@ -119,7 +119,7 @@ def spot_the_error_claims(seed: int = 0) -> dict[str, Any]:
 
     See Also
     --------
-    The chapter "Spot the error" (chapters/11_spot_the_error), error 5.
+    The chapter "Spot the error" (chapters/spot_the_error), error 5.
     """
     copy = trained_model("copy", seed)
     result = _first_test(copy)
@@ -150,7 +150,7 @@ def edge_cases_claims(seed: int = 0) -> dict[str, Any]:
 
     See Also
     --------
-    The chapter "Edge cases" (chapters/13_edge_cases), cases 5 and 6.
+    The chapter "Edge cases" (chapters/edge_cases), cases 5 and 6.
     """
     import torch
 
@@ -255,7 +255,7 @@ def interpretability_claims(seed: int = 0) -> dict:
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability);
+    The chapter "Looked at is not caused by" (chapters/interpretability);
     ``tests/test_seeds.py`` runs this for three seeds.
     """
     from attnlib import claims, pretrained
@@ -561,7 +561,7 @@ def _letter_rows(ex: Explanation) -> dict:
 # --------------------------------------------------------------------------- reading heatmaps
 #: Bahdanau's decoder turned into Luong's one change at a time, every model trained on the
 #: same dates with the same budget: (recipe in attnlib.pretrained, what changed from the row
-#: above). See the chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+#: above). See the chapter "Reading alignment heatmaps" (chapters/heatmaps).
 HEATMAP_CHAIN = (
     ("dates", "Bahdanau: additive score, query s_{t-1}, c_t into the state and the output"),
     ("dates_general", "score: additive → general, s_{t-1}ᵀ W_a h_i"),
@@ -582,8 +582,8 @@ def entropy_share(alphas: Sequence[ArrayLike]) -> float:
 
     See Also
     --------
-    The chapters "Attention entropy" (chapters/05_entropy) and "Reading alignment
-    heatmaps" (chapters/08_heatmaps).
+    The chapters "Attention entropy" (chapters/entropy) and "Reading alignment
+    heatmaps" (chapters/heatmaps).
     """
     from attnlib.core import entropy
 
@@ -597,7 +597,7 @@ def top1_agreement(alphas_a: Sequence[ArrayLike], alphas_b: Sequence[ArrayLike])
 
     See Also
     --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+    The chapter "Reading alignment heatmaps" (chapters/heatmaps).
     """
     same = steps = 0
     for a, b in zip(alphas_a, alphas_b, strict=True):
@@ -625,7 +625,7 @@ def date_fields(src: Sequence[str], out: Sequence[str]) -> list[frozenset[int]] 
 
     See Also
     --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+    The chapter "Reading alignment heatmaps" (chapters/heatmaps).
     """
     import datetime
     import string
@@ -708,7 +708,7 @@ def heatmaps_claims(seed: int = 0, *, n: int = 200, retrain: bool | None = None)
 
     See Also
     --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps);
+    The chapter "Reading alignment heatmaps" (chapters/heatmaps);
     ``tests/test_seeds.py`` runs it for seeds 0, 1 and 2.
     """
     from attnlib import claims, pretrained, tasks
@@ -1104,7 +1104,7 @@ def learning_curve(name: str, seed: int = 0, *, level: float = 0.99) -> Learning
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 1.
+    The chapter "Why?" (chapters/why), question 1.
     """
     from attnlib import pretrained
 
@@ -1131,7 +1131,7 @@ def context_curves(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 1.
+    The chapter "Why?" (chapters/why), question 1.
     """
     return {
         where: [learning_curve(name, s, level=level) for s in seeds]
@@ -1168,7 +1168,7 @@ def context_claims(seeds: Sequence[int] = (0, 1, 2), *, level: float = 0.99) -> 
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 1.
+    The chapter "Why?" (chapters/why), question 1.
     """
     from attnlib import claims
 
@@ -1278,7 +1278,7 @@ def why_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[str
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why); ``tests/test_seeds.py`` runs it
+    The chapter "Why?" (chapters/why); ``tests/test_seeds.py`` runs it
     for three seeds.
     """
     from attnlib import claims
@@ -1468,7 +1468,7 @@ def entropy_claims(
 
     See Also
     --------
-    The chapter "Attention entropy" (chapters/05_entropy); ``tests/test_seeds.py``
+    The chapter "Attention entropy" (chapters/entropy); ``tests/test_seeds.py``
     runs it for three seeds.
     """
     from attnlib import claims
@@ -1604,7 +1604,7 @@ def seq2seq_claims(
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq);
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq);
     ``tests/test_seeds.py`` runs it for three seeds.
     """
     from attnlib import claims
@@ -1710,7 +1710,7 @@ def longer_copy_task(n_test: int = 500) -> Any:
 
     See Also
     --------
-    The chapter "The fixed-length bottleneck" (chapters/07_bottleneck).
+    The chapter "The fixed-length bottleneck" (chapters/bottleneck).
     """
     from attnlib.tasks import make_task
 
@@ -1764,8 +1764,8 @@ def bottleneck_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str
 
     See Also
     --------
-    The chapters "The fixed-length bottleneck" (chapters/07_bottleneck) and
-    "True or false" (chapters/10_true_or_false), statement 6;
+    The chapters "The fixed-length bottleneck" (chapters/bottleneck) and
+    "True or false" (chapters/true_or_false), statement 6;
     ``tests/test_seeds.py`` runs it for three seeds.
     """
     from attnlib import claims
@@ -1995,7 +1995,7 @@ def decode_from(
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 9.
+    The chapter "True or false" (chapters/true_or_false), statement 9.
     """
     import torch
 
@@ -2074,7 +2074,7 @@ def true_or_false_claims(seed: int = 0) -> dict[str, Any]:
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 9;
+    The chapter "True or false" (chapters/true_or_false), statement 9;
     ``tests/test_seeds.py`` runs it for three seeds.
     """
     import torch
@@ -2269,7 +2269,7 @@ def seq2seq_macs(model: Any, T_x: int, T_y: int) -> Macs:
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     from attnlib.models import AdditiveAttention, BahdanauDecoder, BiGRUEncoder, NoAttentionDecoder
 
@@ -2309,7 +2309,7 @@ def crossover_length(model: Any) -> float:
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     one, two = seq2seq_macs(model, 1, 1), seq2seq_macs(model, 2, 2)
     if one.attention == 0:
@@ -2415,7 +2415,7 @@ def count_parts(model: Any, T_x: int, T_y: int, *, seed: int = 0) -> PartCounts:
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     import torch
 
@@ -2450,7 +2450,7 @@ def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     import torch
 
@@ -2477,13 +2477,13 @@ def time_parts(model: Any, T_x: int, T_y: int, *, repeats: int = 5, seed: int = 
 #: Every claim function, by the chapter that shows its checks (``tests/test_seeds.py`` runs each
 #: for three seeds).
 BY_CHAPTER: dict[str, Callable[..., dict[str, Any]]] = {
-    "05_entropy": entropy_claims,
-    "06_seq2seq": seq2seq_claims,
-    "07_bottleneck": bottleneck_claims,
-    "08_heatmaps": heatmaps_claims,
-    "09_interpretability": interpretability_claims,
-    "10_true_or_false": true_or_false_claims,
-    "11_spot_the_error": spot_the_error_claims,
-    "12_why": why_claims,
-    "13_edge_cases": edge_cases_claims,
+    "entropy": entropy_claims,
+    "seq2seq": seq2seq_claims,
+    "bottleneck": bottleneck_claims,
+    "heatmaps": heatmaps_claims,
+    "interpretability": interpretability_claims,
+    "true_or_false": true_or_false_claims,
+    "spot_the_error": spot_the_error_claims,
+    "why": why_claims,
+    "edge_cases": edge_cases_claims,
 }

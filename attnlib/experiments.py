@@ -14,9 +14,9 @@ prose and :mod:`tests.test_claims` checks.
 
 See Also
 --------
-The chapters "True or false" (chapters/10_true_or_false), "Spot the error"
-(chapters/11_spot_the_error), "Why?" (chapters/12_why) and "Edge cases"
-(chapters/13_edge_cases).
+The chapters "True or false" (chapters/true_or_false), "Spot the error"
+(chapters/spot_the_error), "Why?" (chapters/why) and "Edge cases"
+(chapters/edge_cases).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def fit_growth(x: ArrayLike, y: ArrayLike) -> GrowthFit:
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     xa = np.asarray(x, dtype=float)
     ya = np.asarray(y, dtype=float)
@@ -120,7 +120,7 @@ def all_scores(
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     rng = np.random.default_rng(seed)
     s_prev = rng.normal(size=(T_y, d_s))
@@ -180,8 +180,8 @@ def count_products(fn: Callable[[], object]) -> Products:
 
     See Also
     --------
-    The chapters "True or false" (chapters/10_true_or_false), statement 8, and
-    "Gradient flow and cost" (chapters/20_gradient_flow_and_cost).
+    The chapters "True or false" (chapters/true_or_false), statement 8, and
+    "Gradient flow and cost" (chapters/gradient_flow_and_cost).
     """
     import math
 
@@ -236,7 +236,7 @@ def time_scores(
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     rng = np.random.default_rng(seed)
     out = []
@@ -266,7 +266,7 @@ def time_rnn(lengths: Sequence[int], *, d: int = 16, repeats: int = 5, seed: int
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     rng = np.random.default_rng(seed)
     W, U = rng.normal(size=(d, d)) / np.sqrt(d), rng.normal(size=(d, d)) / np.sqrt(d)
@@ -306,7 +306,7 @@ def exact_gap(
 
     See Also
     --------
-    The chapter "Edge cases" (chapters/13_edge_cases), case 4.
+    The chapter "Edge cases" (chapters/edge_cases), case 4.
     """
     return exact_gap_at(2, which, dtype=dtype, tol=tol)
 
@@ -346,7 +346,7 @@ def exact_gap_at(
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     dt = np.dtype(dtype)
     if dt.kind != "f":
@@ -387,7 +387,7 @@ def selection_loss(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 3.
+    The chapter "Why?" (chapters/why), question 3.
     """
     e = np.asarray(e, dtype=float)
     if kind == "soft":
@@ -408,7 +408,7 @@ def numeric_gradient(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 3.
+    The chapter "Why?" (chapters/why), question 3.
     """
     x = np.array(x, dtype=float)
     grad = np.zeros_like(x)
@@ -464,7 +464,7 @@ def train_selection(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 3.
+    The chapter "Why?" (chapters/why), question 3.
     """
     h = np.asarray(h, dtype=float)
     target = h[target_index]
@@ -499,7 +499,7 @@ def linear_scores(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 2.
+    The chapter "Why?" (chapters/why), question 2.
     """
     s_prev, h = np.asarray(s_prev, dtype=float), np.asarray(h, dtype=float)
     W_a, U_a, v_a = (np.asarray(a, dtype=float) for a in (W_a, U_a, v_a))
@@ -572,7 +572,7 @@ def fit_pointer_scores(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 2.
+    The chapter "Why?" (chapters/why), question 2.
     """
     import torch
 
@@ -654,7 +654,7 @@ def same_context_weights(
 
     See Also
     --------
-    The chapter "Why?" (chapters/12_why), question 6.
+    The chapter "Why?" (chapters/why), question 6.
     """
     a = np.array(alpha, dtype=float)
     H = np.asarray(h, dtype=float)
@@ -713,7 +713,7 @@ def random_encoder(
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statements 1 and 9.
+    The chapter "True or false" (chapters/true_or_false), statements 1 and 9.
     """
     rng = np.random.default_rng(seed)
     E = rng.normal(size=(vocab, d_h))
@@ -750,7 +750,7 @@ def decoder_trace(T_y: int, *, T_x: int = 4, d: int = 3, seed: int = 0) -> list[
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 5.
+    The chapter "True or false" (chapters/true_or_false), statement 5.
     """
     rng = np.random.default_rng(seed)
     h = rng.normal(size=(T_x, d))

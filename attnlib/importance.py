@@ -43,7 +43,7 @@ True
 
 See Also
 --------
-The chapter "Looked at is not caused by" (chapters/09_interpretability).
+The chapter "Looked at is not caused by" (chapters/interpretability).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def target_log_probs(model: Seq2Seq, src: Tensor, tgt_out: Tensor) -> Tensor:
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     logits, _ = model(src, _teacher_inputs(tgt_out))
     logp = torch.log_softmax(logits, dim=-1)
@@ -186,7 +186,7 @@ def leave_one_out(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     x, y = _as_row(src, "src"), _as_row(tgt_out, "tgt_out")
     T_x = x.shape[1]
@@ -224,7 +224,7 @@ def grad_times_input(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     x, y = _as_row(src, "src"), _as_row(tgt_out, "tgt_out")
     T_y = y.shape[1]
@@ -316,7 +316,7 @@ def explain(model: Seq2Seq, task: Task, source: str | Sequence[str]) -> Explanat
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if not model.has_attention:
         raise ValueError("explain needs a model with attention; this decoder has no α_ti")
@@ -422,7 +422,7 @@ def agreement(a: ArrayLike, b: ArrayLike) -> Agreement:
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     x, y = np.abs(np.asarray(a, dtype=float)), np.abs(np.asarray(b, dtype=float))
     if x.ndim != 2 or x.shape != y.shape:
@@ -455,7 +455,7 @@ def agreement_table(explanations: Sequence[Explanation]) -> dict[tuple[str, str]
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if len(explanations) == 0:
         raise ValueError("agreement_table needs at least one Explanation")
@@ -563,7 +563,7 @@ def attention_intervention(mode: Mode, *, seed: int = 0) -> ScoreEdit:
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     return AttentionIntervention(mode, seed)
 
@@ -625,7 +625,7 @@ def intervention_effect(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     task = _first(task, split, n)
     pairs = task.split(split)
@@ -688,7 +688,7 @@ def special_top_share(explanations: Sequence[Explanation], name: str = "loo") ->
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if len(explanations) == 0:
         raise ValueError("special_top_share needs at least one Explanation")
@@ -758,7 +758,7 @@ def blanking_effect(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if where not in ("eos", "middle"):
         raise ValueError(f"where must be 'eos' or 'middle', got {where!r}")
@@ -990,7 +990,7 @@ def adversarial_attention(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if not model.has_attention:
         raise ValueError("this model has no attention to search over (decoder='none')")
@@ -1128,7 +1128,7 @@ def swap_s0(
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     if not model.has_attention:
         raise ValueError("swap_s0 needs a model with attention (decoder='none' has no h to swap)")

@@ -42,7 +42,7 @@ Examples
 
 See Also
 --------
-The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ class AdditiveAttention(_Attention):
     See Also
     --------
     attnlib.core.attend : the same step in numpy.
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
 
     query_name, keys_name, keys_size = "s_prev", "keys = U_a h", "d_a"
@@ -339,7 +339,7 @@ class MultiplicativeAttention(_Attention):
     See Also
     --------
     attnlib.core.multiplicative_scores, attnlib.core.dot_scores
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
 
     def __init__(self, d_s: int, d_h: int, kind: Literal["general", "dot"] = "general") -> None:
@@ -445,7 +445,7 @@ class BiGRUEncoder(nn.Module):
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
 
     def __init__(self, vocab_size: int, emb: int, hidden: int) -> None:
@@ -496,7 +496,7 @@ class EmbeddingEncoder(nn.Module):
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
 
     def __init__(self, vocab_size: int, emb: int) -> None:
@@ -534,7 +534,7 @@ class ScoreEdit(Protocol):
     See Also
     --------
     attnlib.importance.attention_intervention : the uniform and permuted α of
-        the chapter "Looked at is not caused by" (chapters/09_interpretability).
+        the chapter "Looked at is not caused by" (chapters/interpretability).
     """
 
     def __call__(self, e: Tensor, *, query: Tensor, mask: Tensor) -> Tensor: ...
@@ -829,7 +829,7 @@ class BahdanauDecoder(_ContextDecoder):
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
 
     def __init__(
@@ -878,7 +878,7 @@ class LuongDecoder(Decoder):
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
 
     Notes
     -----
@@ -939,7 +939,7 @@ class NoAttentionDecoder(_ContextDecoder):
 
     See Also
     --------
-    The chapter "The fixed-length bottleneck" (chapters/07_bottleneck).
+    The chapter "The fixed-length bottleneck" (chapters/bottleneck).
     """
 
     has_attention = False
@@ -1005,7 +1005,7 @@ class Seq2Seq(nn.Module):
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
 
     def __init__(
@@ -1296,7 +1296,7 @@ def make_seq2seq(
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
     n_src, n_tgt = _size(src_vocab, "src_vocab"), _size(tgt_vocab, "tgt_vocab")
     _need(

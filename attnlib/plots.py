@@ -147,8 +147,8 @@ def heatmap(
 
     See Also
     --------
-    The chapters "The attention step, pictured" (chapters/02_attention_step) and
-    "Attention entropy" (chapters/05_entropy).
+    The chapters "The attention step, pictured" (chapters/attention_step) and
+    "Attention entropy" (chapters/entropy).
     """
     a = np.asarray(alpha, dtype=float)
     if a.ndim == 1:
@@ -231,7 +231,7 @@ def bars(
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     v = np.asarray(values, dtype=float)
     if v.ndim != 1:
@@ -274,7 +274,7 @@ def set_bar_heights(container: BarContainer, values: ArrayLike) -> None:
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     v = np.asarray(values, dtype=float)
     patches = container.patches
@@ -324,7 +324,7 @@ def unit_bar(
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     a = np.asarray(alpha, dtype=float)
     if a.ndim != 1:
@@ -388,8 +388,8 @@ def curves(
 
     See Also
     --------
-    The chapters "Why the softmax denominator is not optional" (chapters/03_softmax)
-    and "Attention entropy" (chapters/05_entropy).
+    The chapters "Why the softmax denominator is not optional" (chapters/softmax)
+    and "Attention entropy" (chapters/entropy).
     """
     ax = new_axes(ax, figsize=(5.0, 3.2))
     xv = np.asarray(x, dtype=float)
@@ -442,7 +442,7 @@ def grouped_bars(
 
     See Also
     --------
-    The chapter "Score functions" (chapters/04_score_functions).
+    The chapter "Score functions" (chapters/score_functions).
     """
     arrays = {k: np.asarray(v, dtype=float) for k, v in values.items()}
     sizes = {v.shape for v in arrays.values()}
@@ -509,7 +509,7 @@ def vector(
 
     See Also
     --------
-    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    The chapter "The attention step, pictured" (chapters/attention_step).
     """
     a = np.asarray(v, dtype=float)
     a = a[:, None] if a.ndim == 1 else a
@@ -594,7 +594,7 @@ def step_diagram(
 
     See Also
     --------
-    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    The chapter "The attention step, pictured" (chapters/attention_step).
     """
     from matplotlib.patches import FancyArrowPatch
     from matplotlib.path import Path
@@ -725,7 +725,7 @@ def growth(
 
     See Also
     --------
-    The chapter "True or false" (chapters/10_true_or_false), statement 8.
+    The chapter "True or false" (chapters/true_or_false), statement 8.
     """
     from matplotlib.ticker import NullFormatter
 
@@ -809,7 +809,7 @@ def by_length(
 
     See Also
     --------
-    The chapter "The fixed-length bottleneck" (chapters/07_bottleneck).
+    The chapter "The fixed-length bottleneck" (chapters/bottleneck).
     """
     ax = new_axes(ax, figsize=(5.5, 3.4))
     colours = plt.get_cmap("viridis")(np.linspace(0.0, 0.75, max(len(series), 1)))
@@ -866,8 +866,8 @@ def heatmap_entropy(
 
     See Also
     --------
-    The chapters "Attention entropy" (chapters/05_entropy) and "Reading alignment
-    heatmaps" (chapters/08_heatmaps).
+    The chapters "Attention entropy" (chapters/entropy) and "Reading alignment
+    heatmaps" (chapters/heatmaps).
     """
     from attnlib.core import entropy
 

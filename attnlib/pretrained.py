@@ -24,10 +24,10 @@ tensors, numbers, strings, lists and dicts, never pickled code.
 
 See Also
 --------
-The chapters "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq),
-"The fixed-length bottleneck" (chapters/07_bottleneck), "Reading alignment
-heatmaps" (chapters/08_heatmaps), "Looked at is not caused by"
-(chapters/09_interpretability).
+The chapters "A Bahdanau seq2seq, built from parts" (chapters/seq2seq),
+"The fixed-length bottleneck" (chapters/bottleneck), "Reading alignment
+heatmaps" (chapters/heatmaps), "Looked at is not caused by"
+(chapters/interpretability).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ _RECIPES = [
             "same budget", {"name": "dates"}, {"context_in": "output"}, _DATES),
     # 'dates' and its two context_in ablations with training seeds 1 and 2 (initial weights
     # and batch order; the same data): pretrained.reseeded(name, seed) under a name of its own,
-    # so that "12_why" reads nine learning curves from checkpoints instead of training them.
+    # so that "why" reads nine learning curves from checkpoints instead of training them.
     *[_recipe(f"{base}_seed{s}", f"'{base}' with training seed {s} (same data and budget): "
               "one of the nine learning curves of the context_in comparison",
               {"name": "dates"}, {**ablation, "seed": s}, {**_DATES, "seed": s})
@@ -302,7 +302,7 @@ def score_edit(name: str) -> ScoreEdit | None:
 
     See Also
     --------
-    The chapter "Looked at is not caused by" (chapters/09_interpretability).
+    The chapter "Looked at is not caused by" (chapters/interpretability).
     """
     return _edit(_recipe_for(name))
 
@@ -403,7 +403,7 @@ def load(
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
     recipe = _recipe_for(name)
     if want_retrain(retrain):

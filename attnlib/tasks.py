@@ -39,8 +39,8 @@ Conventions
 
 See Also
 --------
-The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq) trains
-on these tasks; "Reading alignment heatmaps" (chapters/08_heatmaps) reads their
+The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq) trains
+on these tasks; "Reading alignment heatmaps" (chapters/heatmaps) reads their
 attention maps.
 """
 
@@ -407,7 +407,7 @@ def make_task(
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")

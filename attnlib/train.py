@@ -26,7 +26,7 @@ weights, depend on the machine's speed.
 
 See Also
 --------
-The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def train(
 
     See Also
     --------
-    The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+    The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
     """
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"train expects a Seq2Seq model, got {type(model).__name__}")
@@ -440,7 +440,7 @@ def evaluate(
 
     See Also
     --------
-    The chapter "The fixed-length bottleneck" (chapters/07_bottleneck).
+    The chapter "The fixed-length bottleneck" (chapters/bottleneck).
     """
     pairs = task.split(split)
     data = encode_pairs(task, pairs)
@@ -533,7 +533,7 @@ def translate(
 
     See Also
     --------
-    The chapter "Reading alignment heatmaps" (chapters/08_heatmaps).
+    The chapter "Reading alignment heatmaps" (chapters/heatmaps).
     """
     if isinstance(sources, str):
         raise TypeError("translate expects a list of sources; wrap a single one in [...]")

@@ -7,7 +7,7 @@ of them.
 
 See Also
 --------
-The chapter "A Bahdanau seq2seq, built from parts" (chapters/06_seq2seq).
+The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ about the same computations is measured here, with the targets the chapters once
   ``long_copy_attention`` model) and at the sizes of Bahdanau et al. (T = 50; 1000 hidden
   units, d_a = 1000, untrained): targets ≤ 0.5 and ≤ 0.35;
 * chapter 20: a recurrent layer and a self-attention layer on n = 32 … 1024 positions of size
-  d = 64 (``attnlib.gradflow.time_layer``, median of 7 runs, one thread): the fitted growth
-  exponents of their times (recurrent within 0.6–1.4; self-attention, over n ≥ 256, at least
+  d = 64 (``attnlib.transformer.gradflow.time_layer``, median of 7 runs, one thread): the fitted
+  growth exponents of their times (recurrent within 0.6–1.4; self-attention, over n ≥ 256, at least
   0.3 above it) and how many more multiply-adds per second self-attention runs at n = 1024
   (target ≥ 3).
 
@@ -70,8 +70,8 @@ def chapter_10() -> list[dict]:
 
 def chapter_20() -> list[dict]:
     """Growth of a layer's time with n, and multiply-adds per second, recurrent vs attention."""
-    from attnlib import gradflow as gf
     from attnlib.experiments import fit_growth
+    from attnlib.transformer import gradflow as gf
 
     secs = {k: np.array([gf.time_layer(k, n, D, repeats=7) for n in SIZES]) for k in gf.LAYERS}
     macs = {k: np.array([gf.multiply_adds(k, n, D) for n in SIZES]) for k in gf.LAYERS}

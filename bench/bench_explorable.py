@@ -1,9 +1,9 @@
 """The in-browser explorables: cost of a move, size of their parts.
 
 Four explorables run in the reader's browser (anywidget, no kernel): chapter 04's
-drag-the-decoder-state (``attnlib.explorable.AttentionDrag``) and the slider explorers of
-``attnlib.widgets``: the step slider (chapter 02), the score sliders (chapter 03) and the
-sharpness slider (chapter 05). A move is timed in headless Chromium on the built site (every
+drag-the-decoder-state (``attnlib.explorables.drag.AttentionDrag``) and the slider explorers of
+``attnlib.explorables.sliders``: the step slider (chapter 02), the score sliders (chapter 03) and
+the sharpness slider (chapter 05). A move is timed in headless Chromium on the built site (every
 outside request blocked, 1280 px, light mode), two ways, over 120 moves each:
 
 1. **mouse**: a real drag (Playwright's mouse): of s_{t-1} in chapter 04, of the first slider
@@ -46,10 +46,10 @@ SITE = ROOT / "_build" / "html"
 TARGET_MS = 16.0
 #: explorable -> its chapter page (relative to the site)
 PAGES = {
-    "drag s_{t-1} (ch. 04)": "chapters/04_score_functions.html",
-    "step slider t (ch. 02)": "chapters/02_attention_step.html",
-    "score sliders (ch. 03)": "chapters/03_softmax.html",
-    "sharpness β (ch. 05)": "chapters/05_entropy.html",
+    "drag s_{t-1} (ch. 04)": "chapters/score_functions.html",
+    "step slider t (ch. 02)": "chapters/attention_step.html",
+    "score sliders (ch. 03)": "chapters/softmax.html",
+    "sharpness β (ch. 05)": "chapters/entropy.html",
 }
 VIEWS = {
     "step slider t (ch. 02)": "step",
@@ -144,7 +144,7 @@ def rows() -> list[dict]:
     list of dict
         Keys ``name``, ``value``, ``unit``, ``target``, ``ok``.
     """
-    from attnlib.explorable import ASSETS
+    from attnlib.explorables import ASSETS
 
     out: list[dict] = []
     target = f"≤ {TARGET_MS:g} ms"

@@ -8,7 +8,7 @@ The peak memory is the largest resident set of any process the subprocess
 waited for, i.e. the kernel (``getrusage(RUSAGE_CHILDREN).ru_maxrss``).
 
 Run on its own with ``python bench/bench_notebooks.py [NAME ...]`` (e.g.
-``06_seq2seq``); ``bench/run.py`` collects :func:`rows` into the benchmark
+``seq2seq``); ``bench/run.py`` collects :func:`rows` into the benchmark
 table. The numbers depend on the machine and on how busy it is.
 """
 
@@ -92,7 +92,7 @@ def rows(names: list[str] | None = None) -> list[dict]:
     Parameters
     ----------
     names : list of str, optional
-        Notebook stems to run (e.g. ``["06_seq2seq"]``); default: every chapter.
+        Notebook stems to run (e.g. ``["seq2seq"]``); default: every chapter.
 
     Returns
     -------

@@ -11,7 +11,7 @@ Rows, in four groups (``python bench/bench_translation.py [GROUP ...]`` runs som
     greedy decoding.
 ``retrain`` (opt-in: ``BENCH_RETRAIN=1``, or ``BENCH_RETRAIN=all`` for the short-sentence
     models too)
-    ``attnlib.translation.retrain(name)`` in a fresh subprocess per shipped model:
+    ``attnlib.mt.translation.retrain(name)`` in a fresh subprocess per shipped model:
     wall-clock minutes, peak memory (max RSS from ``os.wait4``) and the largest
     difference between the retrained weights and the shipped checkpoint's. Without the
     variable one row says it was skipped. About 7 minutes per model on a quiet machine.
@@ -21,7 +21,7 @@ Rows, in four groups (``python bench/bench_translation.py [GROUP ...]`` runs som
     on the same Tatoeba batches: the same loop (teacher forcing, Adam, gradient clipping),
     in alternating blocks of steps so that the machine's load falls on both alike.
 ``decode``
-    Decoding the whole test split (``attnlib.translation.decode``) at k = 1 and k = 5, in
+    Decoding the whole test split (``attnlib.mt.translation.decode``) at k = 1 and k = 5, in
     sentences per second; one sentence at a time (batch 1, what translating a typed sentence
     does): ``beam_search(k=1)`` and ``Seq2Seq.greedy`` against the tutorial model's greedy
     loop for the same number of steps; and one attention step alone at batch 1.
@@ -70,8 +70,8 @@ def _load_rows(when: str) -> list[dict]:
 # --------------------------------------------------------------------------- BLEU
 def bleu_rows() -> list[dict]:
     """Held-out BLEU of the shipped checkpoints and the comparisons the course makes."""
-    from attnlib import scoring
-    from attnlib import translation as tr
+    from attnlib.mt import scoring
+    from attnlib.mt import translation as tr
 
     att = tr.load("attention", retrain=False)
     base = tr.load("baseline", retrain=False)
@@ -111,7 +111,7 @@ def _retrain_child(name: str, out: str) -> None:
     """In a fresh process: retrain ``name`` from its recipe and compare with the shipped file."""
     import torch
 
-    from attnlib import translation as tr
+    from attnlib.mt import translation as tr
 
     shipped = torch.load(tr.checkpoint_path(name), map_location="cpu", weights_only=True)
     start, cpu = time.perf_counter(), time.process_time()
@@ -223,8 +223,8 @@ def training_throughput(block: int = 4, rounds: int = 8) -> dict[str, Any]:
     from torch import nn
     from tutorial_model import TutorialSeq2Seq
 
-    from attnlib import tatoeba as tb
-    from attnlib import translation as tr
+    from attnlib.mt import tatoeba as tb
+    from attnlib.mt import translation as tr
     from attnlib.runtime import torch_threads
     from attnlib.vocab import PAD_ID
 
@@ -241,7 +241,7 @@ def training_throughput(block: int = 4, rounds: int = 8) -> dict[str, Any]:
             models[name] = TutorialSeq2Seq(V_src, V_tgt, hidden=hidden, seed=recipe.seed)
 
         def loss_of(name: str, b: Any) -> torch.Tensor:
-            if name == "course":  # what attnlib.translation.train_model runs
+            if name == "course":  # what attnlib.mt.translation.train_model runs
                 return tr.batch_loss(models[name], b)
             log_p = models[name](b.src, b.tgt_in)  # the tutorial: log-softmax, then NLLLoss
             return nn.functional.nll_loss(
@@ -316,7 +316,7 @@ def _seconds(fn: Callable[[], object], _round: int = 0) -> float:
 
 def whole_test_split_rates(repeats: int = 3) -> dict[Any, float]:
     """Sentences per second of ``translation.decode`` over the whole test split, k = 1 and 5."""
-    from attnlib import translation as tr
+    from attnlib.mt import translation as tr
     from attnlib.runtime import torch_threads
 
     t = tr.load("attention", retrain=False)
@@ -345,9 +345,9 @@ def batch1_times(n_sentences: int = 200, repeats: int = 5) -> dict[str, Any]:
     import torch
     from tutorial_model import TutorialSeq2Seq
 
-    from attnlib import tatoeba as tb
-    from attnlib import translation as tr
     from attnlib.decoding import beam_search
+    from attnlib.mt import tatoeba as tb
+    from attnlib.mt import translation as tr
     from attnlib.runtime import torch_threads
 
     t = tr.load("attention", retrain=False)
@@ -413,8 +413,8 @@ def attention_step_us(T_x: int = 10, n: int = 2000, repeats: int = 7) -> dict[st
     import torch
     from tutorial_model import BahdanauAttention
 
-    from attnlib import translation as tr
     from attnlib.models import AdditiveAttention
+    from attnlib.mt import translation as tr
     from attnlib.runtime import torch_threads
 
     t = tr.load("attention", retrain=False)

@@ -22,7 +22,7 @@ exactly as many steps as the course's model needs for the same sentence (the
 tutorial runs its maximum length and cuts at ``<eos>`` afterwards); it never
 looks at a token before the loop ends, which only favours it.
 
-Size mapping to the course's model (:class:`attnlib.translation.Recipe`): the tutorial
+Size mapping to the course's model (:class:`attnlib.mt.translation.Recipe`): the tutorial
 has one size, ``hidden_size``, for the embeddings, both GRUs and the attention. It is
 set to the course's decoder state size d_s (96), since the tutorial's decoder state
 is its hidden size; the vocabularies and batches are the course's.

@@ -44,6 +44,13 @@ NOTEBOOKS = sorted(
 )
 
 
+#: The chapter notebooks in reading order, as ``_toc.yml`` lists them (the site numbers them so).
+TOC_CHAPTERS = [
+    ROOT / p
+    for p in __import__("attnlib.bundle").bundle.toc_notebooks(ROOT)
+    if p.parts[0] == "chapters"
+]
+
 #: The solution notebooks the grading tests hand in (``make exercises`` writes them; git ignores
 #: them, so a fresh clone has none): built once per run by :func:`exercise_solutions`.
 SOLUTIONS = EXERCISES / "_build" / "solutions"

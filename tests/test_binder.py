@@ -63,8 +63,8 @@ JUPYTERLAB = "jupyterlab==4.4.9"
 #: Executed in the Binder environment: two chapters (the first, and one that loads the shipped
 #: checkpoints) and an exercise, as the learner gets them.
 RUN = [
-    "chapters/01_symbols.ipynb",
-    "chapters/05_entropy.ipynb",
+    "chapters/symbols.ipynb",
+    "chapters/entropy.ipynb",
     "exercises/01_masked_softmax.ipynb",
 ]
 PROBE = """\

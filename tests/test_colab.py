@@ -72,7 +72,7 @@ COLAB = (
 #: What Colab lacks of attnlib's dependencies: all the install cell may add, with attnlib.
 MISSING_ON_COLAB = {"attnlib", "sacrebleu", "sacremoses", "portalocker", "colorama"}
 #: The Part I chapter run there: its explorable is an anywidget (sliders over e_ti).
-CHAPTER = "03_softmax"
+CHAPTER = "softmax"
 EXERCISE = "01_masked_softmax"
 
 DISTRIBUTIONS = (
@@ -182,7 +182,7 @@ def _probe(cell: nbformat.NotebookNode) -> dict:
 def test_every_front_end_keeps_the_module_contract_of_colabs_anywidget():
     # anywidget 0.9 (Colab's) loads `export default { render }`; a module exporting `render`
     # itself still loads there but is the form it deprecates (and later releases drop)
-    modules = sorted((ROOT / "attnlib" / "explorable").glob("*.js"))
+    modules = sorted((ROOT / "attnlib" / "explorables").glob("*.js"))
     assert [m.name for m in modules] == ["attention_drag.js", "sliders.js", "translate.js"]
     for module in modules:
         text = module.read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""attnlib.explorable: the attention step the learner drags, in Python and in a real browser.
+"""attnlib.explorables.drag: the attention step the learner drags, in Python and in a real browser.
 
 Fast tests check the Python side (the reference step, the widget's state and its checks, the
 shipped assets, the site extension). Slow tests open the built chapter "Score functions" in
@@ -10,7 +10,7 @@ points; a drag is handled move by move. What a move costs in milliseconds is a b
 ``bench/bench_explorable.py`` (with the same :func:`measure_moves`), never a test: a time in a
 browser depends on what else the machine runs.
 
-The second half does the same for attnlib.widgets' slider explorers (chapters 02, 03 and 05):
+The second half does the same for attnlib.explorables.sliders' slider explorers (chapters 02, 03 and 05):
 each slider dragged by mouse and moved by keyboard, the figure compared before and after and read
 back (bar heights through the axis ticks, the heatmap's frame, the texts) against attnlib.core for
 the values the sliders show; screenshots before and after go to tests/_artifacts/explorables/.
@@ -24,7 +24,6 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,8 +32,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlib as al
-from attnlib import explorable
-from attnlib.explorable import AttentionDrag, attention_step
+from attnlib.explorables import ASSETS
+from attnlib.explorables import drag as explorable
+from attnlib.explorables.drag import AttentionDrag, attention_step
 from conftest import ROOT
 from test_site import (
     BACKSTOP_MS,
@@ -42,7 +42,7 @@ from test_site import (
 )
 
 SITE = ROOT / "_build" / "html"
-PAGE = "chapters/04_score_functions.html"
+PAGE = "chapters/score_functions.html"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 TOL = 1e-6
 
@@ -180,13 +180,14 @@ def test_the_front_end_ships_with_the_package() -> None:
     import tomllib
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    patterns = data["tool"]["setuptools"]["package-data"]["attnlib"]
-    shipped = {p.relative_to(ROOT / "attnlib").as_posix() for p in explorable.ASSETS.iterdir()}
+    patterns = data["tool"]["setuptools"]["package-data"]["attnlib.explorables"]
+    assets = ASSETS.glob("*.[jc]s*")  # the ES modules and stylesheets beside the Python
+    shipped = {p.name for p in assets if p.suffix in {".js", ".css"}}
     from fnmatch import fnmatch
 
     missing = [f for f in shipped if not any(fnmatch(f, pat) for pat in patterns)]
     assert not missing, f"assets not in package-data: {missing}"
-    assert {"explorable/attention_drag.js", "explorable/attention_drag.css"} <= shipped
+    assert {"attention_drag.js", "attention_drag.css"} <= shipped
 
 
 # --------------------------------------------------------------------------- the site extension
@@ -628,7 +629,7 @@ def test_the_built_page_is_the_chapter_with_the_explorable() -> None:
 
 def test_assets_are_small() -> None:
     """A page carries its widget's front end (ES module and stylesheet) in its saved state."""
-    sizes = {p.name: p.stat().st_size for p in Path(explorable.ASSETS).iterdir()}
+    sizes = {p.name: p.stat().st_size for p in ASSETS.iterdir() if p.suffix in {".js", ".css"}}
     fronts: dict[str, int] = {}
     for name, size in sizes.items():
         fronts[name.rsplit(".", 1)[0]] = fronts.get(name.rsplit(".", 1)[0], 0) + size
@@ -638,16 +639,16 @@ def test_assets_are_small() -> None:
 
 
 # =========================================================================== the slider explorers
-# attnlib.widgets' three explorers (chapters 02, 03, 05): one ES module (sliders.js), three views.
+# attnlib.explorables.sliders' three explorers (chapters 02, 03, 05): one ES module (sliders.js), three views.
 # Each is opened offline on its built page at both widths and in both modes; its sliders are
 # dragged by mouse and moved by keyboard; what is drawn (bar heights read off the SVG through its
 # axis ticks, the frame of the heatmap, the texts) is checked against attnlib.core computed here
 # for the values the sliders show.
 
 SLIDER_PAGES = {
-    "step": "chapters/02_attention_step.html",
-    "softmax": "chapters/03_softmax.html",
-    "temperature": "chapters/05_entropy.html",
+    "step": "chapters/attention_step.html",
+    "softmax": "chapters/softmax.html",
+    "temperature": "chapters/entropy.html",
 }
 SLIDER_ASSETS = ("sliders.js", "sliders.css")
 
@@ -1023,13 +1024,13 @@ def test_the_built_page_carries_the_current_front_end(view: str) -> None:
 
 
 # =========================================================================== the translate form
-# attnlib.translator's TranslateWidget (chapter 17): one anywidget whose work is done by the
+# attnlib.explorables.translate's TranslateWidget (chapter 17): one anywidget whose work is done by the
 # kernel. Without a site: its front end (translate.js) against a stand-in model in a blank page,
 # playing the kernel's part (answers to the "translate" message) and the static page's (no kernel).
 # With the built site: chapter 17 draws it without the widget manager from the saved state, and
 # says that translating needs the notebook running when the learner asks for a new sentence.
 
-TRANSLATE_PAGE = "chapters/17_real_alignments.html"
+TRANSLATE_PAGE = "chapters/real_alignments.html"
 STATIC_NOTE = "needs the notebook running"
 
 #: Loads translate.js as anywidget_static.js does and renders it against a stand-in model that

@@ -1,4 +1,4 @@
-"""attnlib.gradflow: gradients of outputs with respect to source embeddings, and a layer's cost."""
+"""attnlib.transformer.gradflow: gradients of outputs with respect to source embeddings, and a layer's cost."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib import gradflow as gf
 from attnlib.models import make_seq2seq
 from attnlib.tasks import make_task
 from attnlib.train import encode_pairs
+from attnlib.transformer import gradflow as gf
 
 
 @pytest.fixture(scope="module")

@@ -22,35 +22,39 @@ LAYERS: dict[str, int] = {
     "colab": 0,  # the notebooks' install cell
     "claims": 0,  # claims checked against their evidence
     "glue": 0,  # a computed number put into the prose (myst-nb's glue, without myst-nb)
-    "data": 0,  # the English-French pairs, shipped as package data (no code)
-    "scoring": 0,  # BLEU and chrF of translations (sacrebleu)
-    "bundle": 1,  # the zip of every notebook that the site offers as a download (uses colab)
+    "mt.scoring": 0,  # BLEU and chrF of translations (sacrebleu)
+    "bundle": 1,
+    # the wings' packages: a docstring naming the chapters they serve (explorables: ASSETS)
+    "mt": 0,
+    "mt.data": 0,  # the English-French pairs, shipped as package data (no code)
+    "transformer": 0,
+    "explorables": 0,  # the zip of every notebook that the site offers as a download (uses colab)
     # built on the ground
     "__init__": 1,
     "plots": 1,
     "experiments": 1,
-    "selfattn": 1,  # self-attention and positional encodings, numpy (chapter 19)
-    "selfattn_models": 2,  # chapter 19's torch models, toy tasks and experiments
-    "qkv": 1,  # queries, keys, values and scaled dot-product attention (on core)
+    "transformer.selfattn": 1,  # self-attention and positional encodings, numpy (chapter 19)
+    "transformer.selfattn_models": 2,  # chapter 19's torch models, toy tasks and experiments
+    "transformer.qkv": 1,  # queries, keys, values and scaled dot-product attention (on core)
     "tasks": 1,
     "models": 1,
     # training and interactive views
     "train": 2,
     "decoding": 2,  # greedy and beam search over a Seq2Seq
-    "tatoeba": 3,  # the English-French pairs: reading, normalising, tokenising, splitting, batches
-    "translation": 4,  # the English-French model: recipe, training, translating, BLEU
-    "widgets": 2,
-    "explorable": 1,  # the in-browser explorables (anywidget), on the numpy reference
+    "mt.tatoeba": 3,  # the English-French pairs: reading, normalising, tokenising, splitting, batches
+    "mt.translation": 4,  # the English-French model: recipe, training, translating, BLEU
+    "explorables.sliders": 2,
+    "explorables.drag": 1,  # the in-browser explorables (anywidget), on the numpy reference
     # what reads trained models
     "importance": 3,
-    "gradflow": 2,  # gradients of outputs w.r.t. source embeddings; the cost of a layer (ch. 20)
+    "transformer.gradflow": 2,  # gradients of outputs w.r.t. source embeddings; the cost of a layer (ch. 20)
     "pretrained": 4,  # its uniform-attention recipes run with an importance.attention_intervention
     # the chapters' claims about trained models
     "evidence": 5,
     # Part IV's studies of the English-French model, and its translate widget
-    "mt_examples": 5,
-    "mt_alignments": 5,
-    "translator": 5,
+    "mt.examples": 5,
+    "mt.alignments": 5,
+    "explorables.translate": 5,
     # the graded exercises (a package): the learner's side and the channel on the ground, the
     # worker on the channel, the trusted grader on top; the package itself re-exports the
     # learner's side and loads build and grade on demand, so it sits above them all
@@ -130,8 +134,8 @@ def test_a_module_imports_only_from_lower_layers(module: str) -> None:
 
 
 def test_the_numpy_reference_imports_no_torch() -> None:
-    for module in ("core", "alignment", "experiments", "selfattn", "qkv"):
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    for module in ("core", "alignment", "experiments", "transformer.selfattn", "transformer.qkv"):
+        tree = ast.parse(FILES[module].read_text())
         top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
         names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module}

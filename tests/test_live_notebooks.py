@@ -52,7 +52,7 @@ class Fake:
         self.roles = {
             ("glue:text", "bn_max:.2f"): "0.29",
             ("glue:text", "word"): "&lt;eos&gt;",
-            ("doc", "03_softmax"): "[Softmax](https://o.github.io/n/chapters/03_softmax.html)",
+            ("doc", "softmax"): "[Softmax](https://o.github.io/n/chapters/softmax.html)",
             ("term", "h_i"): "[<i>h</i><sub><i>i</i></sub>](https://o.github.io/n/g.html#term-h_i)",
             (
                 "cite:p",
@@ -78,13 +78,13 @@ def md(source: str) -> str:
 def test_roles_become_what_the_resolver_says_and_are_counted():
     counts: Counter[str] = Counter()
     out = lm.convert(
-        "Weight {glue:text}`bn_max:.2f` of {term}`h_i`, see {doc}`03_softmax` {cite:p}`bahdanau2015`.",
+        "Weight {glue:text}`bn_max:.2f` of {term}`h_i`, see {doc}`softmax` {cite:p}`bahdanau2015`.",
         Fake(),
         counts,
     )
     assert out == (
         "Weight 0.29 of [<i>h</i><sub><i>i</i></sub>](https://o.github.io/n/g.html#term-h_i), see "
-        "[Softmax](https://o.github.io/n/chapters/03_softmax.html) "
+        "[Softmax](https://o.github.io/n/chapters/softmax.html) "
         "\\[[Bahdanau *et al.*, 2015](https://o.github.io/n/r.html#id3)\\]."
     )
     assert counts == {"role:glue:text": 1, "role:term": 1, "role:doc": 1, "role:cite:p": 1}
@@ -103,8 +103,8 @@ def test_code_spans_code_blocks_and_math_keep_what_looks_like_a_role():
 
 def test_a_role_whose_content_runs_over_two_lines_is_read_whole():
     fake = Fake()
-    fake.roles["doc", "Softmax <03_softmax>"] = "[Softmax](u)"
-    assert lm.convert("See {doc}`Softmax\n<03_softmax>` now.", fake) == "See [Softmax](u) now."
+    fake.roles["doc", "Softmax <softmax>"] = "[Softmax](u)"
+    assert lm.convert("See {doc}`Softmax\n<softmax>` now.", fake) == "See [Softmax](u) now."
 
 
 def test_an_unknown_role_fails_with_its_name():
@@ -114,7 +114,7 @@ def test_an_unknown_role_fails_with_its_name():
 
 def test_a_role_never_closed_fails():
     with pytest.raises(lm.MystError, match="not closed"):
-        md("See {doc}`03_softmax for more.")
+        md("See {doc}`softmax for more.")
 
 
 def test_labels_comments_and_block_breaks_go():
@@ -191,11 +191,11 @@ def test_nested_directives_and_a_backtick_fence():
 
 def test_an_admonition_is_a_block_quote_with_its_title_in_bold():
     source = (
-        ":::{admonition} What the paper says\n:class: note\n\n- one {doc}`03_softmax`\n\n  two\n:::"
+        ":::{admonition} What the paper says\n:class: note\n\n- one {doc}`softmax`\n\n  two\n:::"
     )
     assert md(source) == (
         "> **What the paper says**\n>\n"
-        "> - one [Softmax](https://o.github.io/n/chapters/03_softmax.html)\n>\n>   two"
+        "> - one [Softmax](https://o.github.io/n/chapters/softmax.html)\n>\n>   two"
     )
 
 

@@ -1,4 +1,4 @@
-"""Tests of attnlib.mt_alignments: BLEU per bucket with bootstrap intervals, monotonicity, features."""
+"""Tests of attnlib.mt.alignments: BLEU per bucket with bootstrap intervals, monotonicity, features."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib import mt_alignments as ma
-from attnlib import scoring
-from attnlib import tatoeba as tb
-from attnlib import translation as tr
+from attnlib.mt import alignments as ma
+from attnlib.mt import scoring
+from attnlib.mt import tatoeba as tb
+from attnlib.mt import translation as tr
 
 
 # --------------------------------------------------------------------------- helpers

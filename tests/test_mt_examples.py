@@ -1,4 +1,4 @@
-"""Tests for attnlib.mt_examples: examples picked by rule, beam traces, final-state sensitivity.
+"""Tests for attnlib.mt.examples: examples picked by rule, beam traces, final-state sensitivity.
 
 The expected picks come from small test sets built so that each rule has one obvious
 answer (a hypothesis equal to its reference, one sharing no word with it, ...); the beam
@@ -12,9 +12,9 @@ import functools
 import pytest
 import torch
 
-from attnlib import mt_examples as mx
-from attnlib import tatoeba as tb
 from attnlib.models import BiGRUEncoder, Seq2Seq, make_seq2seq
+from attnlib.mt import examples as mx
+from attnlib.mt import tatoeba as tb
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 # Five sources, built so that each rule has one answer:

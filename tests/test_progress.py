@@ -121,7 +121,7 @@ def test_updates_never_count_past_the_total(kernel: list[str]) -> None:
 
 def test_translation_training_draws_no_widget(kernel: list[str], capsys: Any) -> None:
     """The English→French loop reports through Bar: the chapter page then needs no widget JS."""
-    from attnlib import translation as tr
+    from attnlib.mt import translation as tr
 
     recipe = tr.Recipe(limit=300, test_sources=20, valid_sources=20, min_freq=1, batch_size=64,
                        max_steps=3, threads=1)  # fmt: skip

@@ -1,4 +1,4 @@
-"""attnlib.qkv: scaled dot-product attention and the experiments of chapter 18."""
+"""attnlib.transformer.qkv: scaled dot-product attention and the experiments of chapter 18."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnlib as al
-from attnlib import qkv
+from attnlib.transformer import qkv
 
 
 def _loop_attention(Q, K, V, mask=None, divisor=1.0):

@@ -1,4 +1,4 @@
-"""Tests for attnlib.scoring: BLEU and chrF on hand-countable sentences, ragged references.
+"""Tests for attnlib.mt.scoring: BLEU and chrF on hand-countable sentences, ragged references.
 
 Expected values are counted by hand from the n-grams written in the comments (13a keeps these
 lower-case words as they are), not read back from sacrebleu.
@@ -11,7 +11,7 @@ import math
 import pytest
 import sacrebleu
 
-from attnlib.scoring import (
+from attnlib.mt.scoring import (
     bleu_by_bucket,
     corpus_bleu,
     corpus_chrf,

@@ -22,24 +22,24 @@ SEEDS = (0, 1, 2)
 #: Fewest claims each function must check (what its chapter shows), so that a function that
 #: silently stops checking fails here.
 AT_LEAST = {
-    "05_entropy": 6,
-    "06_seq2seq": 4,
-    "07_bottleneck": 15,
-    "08_heatmaps": 15,
-    "09_interpretability": 20,
-    "10_true_or_false": 7,
-    "11_spot_the_error": 2,
-    "12_why": 10,
-    "13_edge_cases": 6,
+    "entropy": 6,
+    "seq2seq": 4,
+    "bottleneck": 15,
+    "heatmaps": 15,
+    "interpretability": 20,
+    "true_or_false": 7,
+    "spot_the_error": 2,
+    "why": 10,
+    "edge_cases": 6,
 }
 #: The groups of checks each chapter displays, each under its own sentence.
 GROUPS = {
-    "07_bottleneck": ("budget", "longer_budget", "beyond", "heatmap"),
-    "08_heatmaps": ("copy", "reverse", "dates", "svo", "luong", "why", "agreement"),
-    "09_interpretability": (
+    "bottleneck": ("budget", "longer_budget", "beyond", "heatmap"),
+    "heatmaps": ("copy", "reverse", "dates", "svo", "luong", "why", "agreement"),
+    "interpretability": (
         "agreement", "disagreement", "eos", "interventions", "adversarial", "trained_uniform", "s0",
     ),
-    "10_true_or_false": ("statement_6", "permute", "reorder", "s_0"),
+    "true_or_false": ("statement_6", "permute", "reorder", "s_0"),
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""attnlib.selfattn (numpy) and attnlib.selfattn_models (torch): chapter 19."""
+"""attnlib.transformer.selfattn (numpy) and attnlib.transformer.selfattn_models (torch): chapter 19."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib import selfattn as sa
-from attnlib import selfattn_models as sm
+from attnlib.transformer import selfattn as sa
+from attnlib.transformer import selfattn_models as sm
 
 RNG = np.random.default_rng(7)
 

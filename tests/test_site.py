@@ -75,9 +75,13 @@ def site_pages() -> list[str]:
     )
 
 
-PAGES = site_pages()
 NO_SITE = "<no built site: run `make book` first>"
 REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"', re.I)
+#: Pages that only send the reader on: the root index.html, and each old chapter address
+#: (_ext/redirects.py). They are checked by test_every_old_address_sends_the_reader_on.
+REDIRECTS = [p for p in site_pages() if REDIRECT.search((SITE / p).read_text(encoding="utf-8"))]
+#: Every page with a body: what the browser tests open.
+PAGES = [p for p in site_pages() if p not in REDIRECTS]
 
 
 def notebook_pages() -> list[str]:
@@ -431,11 +435,6 @@ def test_site_serves_its_own_javascript() -> None:
 @pytest.mark.parametrize("rel", PAGES or [NO_SITE])
 def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
     assert rel != NO_SITE, f"no built site in {SITE}: run `make book` first"
-    redirect = REDIRECT.search((SITE / rel).read_text(encoding="utf-8"))
-    if redirect:  # index.html only forwards to the root page: its target must exist
-        target = (SITE / rel).parent / redirect.group(1)
-        assert target.is_file(), f"{rel} redirects to {redirect.group(1)}, which does not exist"
-        return
     visit = PageVisit(browser, server, rel)
     page, problems = visit.page, visit.problems
     try:
@@ -685,8 +684,8 @@ def page_weight(browser: Any, server: str, rel: str) -> dict[str, Any]:
 
 
 def weighed_pages() -> list[str]:
-    """Pages with a body (the root index.html only redirects)."""
-    return [p for p in PAGES if not REDIRECT.search((SITE / p).read_text(encoding="utf-8"))]
+    """Pages with a body (redirects excluded, as in PAGES)."""
+    return list(PAGES)
 
 
 def _heaviest(w: dict[str, Any]) -> str:
@@ -764,7 +763,7 @@ def test_icons_are_drawn_from_the_webfont_without_the_svg_script(browser: Any, s
     """The theme's icons (menu, search, download, colour mode...) are drawn by Font Awesome's
     webfont; the 1.5 MB SVG-JS replacement (scripts/fontawesome.js) is not requested."""
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
-    for rel in ("intro.html", "chapters/03_softmax.html"):
+    for rel in ("intro.html", "chapters/softmax.html"):
         w = page_weight(browser, server, rel)
         assert not [p for p in w["sizes"] if p.endswith("fontawesome.js")], (
             f"{rel} loads Font Awesome's SVG-JS"
@@ -862,3 +861,25 @@ def test_pages_with_other_widgets_keep_the_widget_manager(models: list[tuple[str
     before = [(js.filename, js.attributes.get("body")) for js in scripts]
     ext.draw_anywidgets_without_the_manager(None, "x", "page.html", {"script_files": scripts}, None)
     assert [(js.filename, js.attributes.get("body")) for js in scripts] == before
+
+
+@pytest.mark.slow
+def test_every_old_address_sends_the_reader_on(browser: Any, server: str) -> None:
+    """index.html and each old chapter address (_config.yml, ``redirects``) lead to a page."""
+    assert PAGES, f"no built site in {SITE}: run `make book` first"
+    old = yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]
+    expected = {f"{name}.html": f"{target}.html" for name, target in old["redirects"].items()}
+    assert set(expected) | {"index.html"} == set(REDIRECTS)
+    for rel in REDIRECTS:
+        href = REDIRECT.search((SITE / rel).read_text(encoding="utf-8")).group(1)
+        target = ((SITE / rel).parent / href).resolve().relative_to(SITE.resolve()).as_posix()
+        assert target in PAGES, f"{rel} sends the reader to {href}, which is not a page"
+        if rel in expected:
+            assert target == expected[rel], (rel, target)
+    page = browser.new_page()
+    try:  # a browser follows one: the old address of the masking chapter shows the chapter
+        page.goto(server + "chapters/14_masking.html")
+        page.wait_for_url(server + "chapters/masking.html")
+        assert page.locator("h1").first.inner_text().startswith("Masking")
+    finally:
+        page.close()

@@ -265,7 +265,7 @@ def test_the_named_figures_are_on_the_site() -> None:
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
     html = "".join(
         (SITE / "chapters" / f"{ch}.html").read_text(encoding="utf-8")
-        for ch in ("02_attention_step", "07_bottleneck", "08_heatmaps", "09_interpretability")
+        for ch in ("attention_step", "bottleneck", "heatmaps", "interpretability")
     )
     missing = [name for name in NAMED_FIGURES if f'id="{name}"' not in html]
     assert not missing, f"figures not found: {missing}"

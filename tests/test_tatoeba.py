@@ -1,4 +1,4 @@
-"""attnlib.tatoeba: loading, normalising, tokenising, splitting, vocabularies and batches."""
+"""attnlib.mt.tatoeba: loading, normalising, tokenising, splitting, vocabularies and batches."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from attnlib import tatoeba as tb
 from attnlib.models import make_seq2seq
+from attnlib.mt import tatoeba as tb
 from attnlib.tasks import Task
 from attnlib.train import encode_pairs as train_encode_pairs
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab

@@ -1,4 +1,4 @@
-"""Tests of attnlib.translation on a small slice of the shipped Tatoeba pairs."""
+"""Tests of attnlib.mt.translation on a small slice of the shipped Tatoeba pairs."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 import pytest
 import torch
 
-from attnlib import tatoeba as tb
-from attnlib import translation as tr
+from attnlib.mt import tatoeba as tb
+from attnlib.mt import translation as tr
 
 TINY = tr.Recipe(
     limit=300, test_sources=40, valid_sources=20, min_freq=1, emb=16, hidden=16, d_s=24, d_a=8,
@@ -151,7 +151,7 @@ def test_evaluate_bleu_of_the_references_themselves_is_perfect() -> None:
     # a model that outputs one reference of each source scores 100: built by hand here
     data = _data()
     refs = [r for _, r in data.references["test"]]
-    from attnlib import scoring
+    from attnlib.mt import scoring
 
     assert scoring.corpus_bleu([r[0] for r in refs], refs).score == pytest.approx(100.0)
     with pytest.raises(ValueError, match="split"):
@@ -217,7 +217,7 @@ def test_load_refuses_an_unknown_name_a_missing_file_and_another_recipe(
     with pytest.raises(ValueError, match="no translation recipe 'french'"):
         tr.load("french")
     monkeypatch.setitem(tr.RECIPES, "tiny", TINY)
-    with pytest.raises(FileNotFoundError, match=r"python -m attnlib\.translation tiny"):
+    with pytest.raises(FileNotFoundError, match=r"python -m attnlib\.mt\.translation tiny"):
         tr.load("tiny", directory=tmp_path, retrain=False)
     model, hist = _quick()
     tr.save(tr.Trained("tiny", TINY, model, _data(), hist), tmp_path / "tiny.pt")
@@ -281,7 +281,7 @@ def test_batch_loss_is_the_cross_entropy_over_real_target_tokens() -> None:
 
 
 def test_an_unk_scores_as_one_wrong_word() -> None:
-    from attnlib import scoring
+    from attnlib.mt import scoring
 
     refs = [["le chat est rouge sur la table ."]]
     as_word = scoring.corpus_bleu([tr.unk_as_word("le <unk> est rouge sur la table .")], refs)
@@ -294,7 +294,7 @@ def test_an_unk_scores_as_one_wrong_word() -> None:
 
 @pytest.mark.slow
 def test_evaluate_bleu_scores_unk_as_asked() -> None:
-    from attnlib import scoring
+    from attnlib.mt import scoring
 
     trained = tr.load("attention")  # the shipped model: it writes <unk> for rare words
     data = dataclasses.replace(

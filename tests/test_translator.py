@@ -1,4 +1,4 @@
-"""Tests for attnlib.translator: explain a sentence, draw it, and the translate-your-own widget.
+"""Tests for attnlib.explorables.translate: explain a sentence, draw it, and the translate-your-own widget.
 
 The widget's front end is tested in a browser in ``tests/test_explorable.py``.
 
@@ -32,10 +32,10 @@ from ipywidgets import embed
 from matplotlib.figure import Figure
 from PIL import Image
 
-from attnlib import tatoeba as tb
-from attnlib import translation as tr
-from attnlib import translator as T
-from attnlib.explorable import ASSETS
+from attnlib.explorables import ASSETS
+from attnlib.explorables import translate as T
+from attnlib.mt import tatoeba as tb
+from attnlib.mt import translation as tr
 
 TINY = tr.Recipe(
     limit=300, test_sources=40, valid_sources=20, min_freq=1, emb=16, hidden=16, d_s=24, d_a=8,

@@ -214,13 +214,13 @@ def test_the_switched_off_references_exist_and_stage(exercise, tmp_path):
 
     ex = EXERCISES[exercise]
     for qualified in ex.switched_off:
-        module, _, name = qualified.partition(".")
+        module, name = sandbox._split_qualified(qualified)
         owner: Any = importlib.import_module(f"attnlib.{module}")
         for part in name.split("."):
             owner = getattr(owner, part, None)
         assert callable(owner), qualified
     staged = sandbox.stage(tmp_path, exercise, ex.switched_off)
-    text = "".join(p.read_text() for p in (staged / "attnlib").glob("*.py"))
+    text = "".join(p.read_text() for p in (staged / "attnlib").rglob("*.py"))
     assert text.count("is switched off while") == len(ex.switched_off)
 
 

@@ -1,4 +1,4 @@
-"""Tests for attnlib.widgets: the three explorers' state and their reference values.
+"""Tests for attnlib.explorables.sliders: the three explorers' state and their reference values.
 
 The figures are drawn and moved by JavaScript in the browser (tests/test_explorable.py checks
 that, on the built site). Here, with no browser: each widget carries what its front end needs,
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib import widgets
-from attnlib.explorable import ASSETS
+from attnlib.explorables import ASSETS
+from attnlib.explorables import sliders as widgets
 
 
 def reference_softmax(e) -> np.ndarray:

@@ -34,7 +34,7 @@ def py_softmax(e: Sequence[float], mask: Sequence[bool] | None = None) -> list[f
 
     See Also
     --------
-    The chapter "Why the softmax denominator is not optional" (chapters/03_softmax).
+    The chapter "Why the softmax denominator is not optional" (chapters/softmax).
     """
     e = _vec(e)
     keep = [True] * len(e) if mask is None else [bool(m) for m in mask]
@@ -73,7 +73,7 @@ def py_additive_scores(
 
     See Also
     --------
-    The chapter "Score functions" (chapters/04_score_functions).
+    The chapter "Score functions" (chapters/score_functions).
     """
     query = _matvec(W_a, s_prev)
     out = []
@@ -99,7 +99,7 @@ def py_context(alpha: Sequence[float], h: Sequence[Sequence[float]]) -> list[flo
 
     See Also
     --------
-    The chapter "The attention step, pictured" (chapters/02_attention_step).
+    The chapter "The attention step, pictured" (chapters/attention_step).
     """
     d_h = len(h[0])
     return [
@@ -123,6 +123,6 @@ def py_entropy(alpha: Sequence[float], base: float = math.e) -> float:
 
     See Also
     --------
-    The chapter "Attention entropy" (chapters/05_entropy).
+    The chapter "Attention entropy" (chapters/entropy).
     """
     return -math.fsum(a * math.log(a) for a in _vec(alpha) if a > 0) / math.log(base)

@@ -139,26 +139,46 @@ def student_notebook(name):
 '''
 
 
+def _split_qualified(qualified: str) -> tuple[str, str]:
+    """``"transformer.qkv.f"`` → ``("transformer.qkv", "f")``: the longest module prefix.
+
+    Raises
+    ------
+    ValueError
+        If no prefix of ``qualified`` names a module of attnlib.
+    """
+    parts = qualified.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        if (PACKAGE.joinpath(*parts[:k]).with_suffix(".py")).is_file():
+            return ".".join(parts[:k]), ".".join(parts[k:])
+    raise ValueError(f"no attnlib module named in {qualified!r}")
+
+
 def stage(dest: Path, exercise: str, switched_off: Sequence[str]) -> Path:
     """Write the attnlib the worker imports into ``dest`` and return ``dest``.
 
-    The copy holds the package's modules and its ``grading`` channel and worker,
-    never the trusted side (cases, grader, build) nor the public checks; in it
-    every name of ``switched_off`` (``"core.softmax"``,
-    ``"models.AdditiveAttention.scores"``) raises a NotImplementedError that
-    says why.
+    The copy holds the package's modules, its wings' included, and its ``grading``
+    channel and worker, never the trusted side (cases, grader, build) nor the public
+    checks; in it every name of ``switched_off`` (``"core.softmax"``,
+    ``"models.AdditiveAttention.scores"``, ``"transformer.qkv.scaled_dot_product_attention"``)
+    raises a NotImplementedError that says why.
     """
     pkg = dest / "attnlib"
     (pkg / "grading").mkdir(parents=True, exist_ok=True)
     by_module: dict[str, list[str]] = {}
     for qualified in switched_off:
-        module, _, name = qualified.partition(".")
+        module, name = _split_qualified(qualified)
         by_module.setdefault(module, []).append(name)
-    for src in sorted(PACKAGE.glob("*.py")):
+    for src in sorted(PACKAGE.rglob("*.py")):
+        rel = src.relative_to(PACKAGE)
+        if rel.parts[0] == "grading":
+            continue
         text = src.read_text()
-        if src.stem in by_module:
-            text = _switch_off(text, by_module.pop(src.stem), exercise)
-        (pkg / src.name).write_text(text)
+        module = ".".join(rel.with_suffix("").parts)
+        if module in by_module:
+            text = _switch_off(text, by_module.pop(module), exercise)
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
     if by_module:
         raise ValueError(f"no attnlib module named {sorted(by_module)}")
     for name in ("channel.py", "worker.py"):

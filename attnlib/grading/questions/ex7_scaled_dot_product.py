@@ -239,7 +239,7 @@ EXERCISE = Exercise(
     switched_off=(
         "core.softmax",
         "core.attend",
-        "qkv.scaled_dot_product_attention",
+        "transformer.qkv.scaled_dot_product_attention",
         "models._softmax_context",
     ),
 )
