@@ -53,7 +53,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The browser test (tests/test_site.py) drives Debian's chromium; install it when missing.
+# The browser test (tests/site/test_site.py) drives Debian's chromium; install it when missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
@@ -132,7 +132,7 @@ pin: $(STAMP)
 	$(MAKE) --no-print-directory binder
 
 # Binder's environment: the pins of requirements.txt that attnlib needs at run time, nothing for
-# the book, the tests or the linters (tests/test_binder.py checks the file is what this writes).
+# the book, the tests or the linters (tests/live/test_binder.py checks the file is what this writes).
 # Phony: binder/ is also a folder.
 .PHONY: binder
 binder: $(STAMP)

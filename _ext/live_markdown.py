@@ -30,7 +30,7 @@ over a converted cell.
 
 The module needs no Sphinx: what a role becomes is the resolver's business (the extension
 resolves roles with the build's environment), which keeps the syntax testable on its own
-(``tests/test_live_notebooks.py``).
+(``tests/live/test_live_notebooks.py``).
 """
 
 from __future__ import annotations

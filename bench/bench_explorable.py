@@ -16,8 +16,8 @@ outside request blocked, 1280 px, light mode), two ways, over 120 moves each:
 Target: one frame, ≤ 16 ms (median and 95th percentile). On a machine shared with other jobs
 the 95th percentile mostly measures waiting for a core (the load average is reported with it).
 These rows are the only place the cost of a move is judged: the browser tests
-(``tests/test_explorable.py``) once asserted it and now check only that the moves are handled,
-since a time in a browser depends on what else the machine runs.
+(``tests/explorables/test_front_ends.py``) once asserted it and now check only that the moves
+are handled, since a time in a browser depends on what else the machine runs.
 The sizes are those of the front ends (ES modules and stylesheets, which travel inside the
 widget state: the three slider explorers share ``sliders.js`` and ``sliders.css``), the vendored
 anywidget front end the site serves, and each explorable's saved state in its chapter page.
@@ -60,19 +60,21 @@ VIEWS = {
 
 def _timings() -> dict[str, dict[str, list[float]]]:
     """Per-move costs in ms (``mouse``, ``layout``) of each explorable, on its built page."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    paths = [str(ROOT / "tests"), str(ROOT / "tests" / "site"), str(ROOT / "tests" / "explorables")]
+    sys.path[:0] = paths
     try:
         from playwright.sync_api import sync_playwright
-
-        from conftest import chromium_path
-        from test_explorable import (
+        from test_front_ends import (
             Explorable,
             SliderExplorer,
             measure_moves,
             measure_slider_moves,
         )
+
+        from conftest import chromium_path
     finally:
-        sys.path.remove(str(ROOT / "tests"))
+        for path in paths:
+            sys.path.remove(path)
     missing = [p for p in PAGES.values() if not (SITE / p).is_file()]
     if missing:
         raise FileNotFoundError(f"no built site with {missing}: run `make book` first")

@@ -208,15 +208,16 @@ def page_weights(site: Path, pages: list[str] | None = None) -> dict[str, dict[s
 def measure_page(browser: Any, base: str, rel: str) -> dict[str, Any]:
     """Open ``base + rel`` (1280 x 900, outside requests blocked); sum what it requested.
 
-    The page is measured once it has settled (``tests/test_site.py``'s ``PageVisit.settle``:
+    The page is measured once it has settled (``tests/site/test_site.py``'s ``PageVisit.settle``:
     loaded, fonts and images done, widgets drawn, no request under way), events rather than
     Playwright's "networkidle", which on a busy machine was seen never to come.
     """
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "site")]
     try:
         from test_site import PageVisit
     finally:
         sys.path.remove(str(ROOT / "tests"))
+        sys.path.remove(str(ROOT / "tests" / "site"))
     visit = PageVisit(browser, base, rel)
     responses: list[Any] = []
     visit.page.on("response", lambda r: responses.append(r))

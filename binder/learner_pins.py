@@ -14,7 +14,7 @@ listed: repo2docker's image has them (JupyterLab 4, README "Three ways to use it
 
 ``make pin`` runs it after refreshing ``requirements.txt`` (``make binder`` alone:
 ``.venv/bin/python binder/learner_pins.py > binder/requirements.txt``);
-``tests/test_binder.py`` checks that the committed file is exactly what it prints.
+``tests/live/test_binder.py`` checks that the committed file is exactly what it prints.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def exercise_solutions() -> Path:
 
     The stamp is a digest of the sources and of the build code; a file lock lets the xdist
     workers share one build. Only the build folder is written (the student notebooks and the
-    shipped checks go to a temporary folder: ``tests/test_exercises.py`` checks those).
+    shipped checks go to a temporary folder: ``tests/grading/test_exercises.py`` checks those).
     """
     from filelock import FileLock
 

@@ -63,7 +63,7 @@ def test_binder_installs_the_same_pins_and_the_package():
         for ln in (ROOT / "binder/requirements.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    # learner-only pins, no -r line (tests/test_binder.py), at the versions of the one pinned file
+    # learner-only pins, no -r line (tests/live/test_binder.py), at the versions of the one pinned file
     assert not [ln for ln in lines if ln.startswith(("-r", "-c"))], lines
     binder, pinned = pins(ROOT / "binder/requirements.txt"), pins(ROOT / "requirements.txt")
     assert {name: pinned.get(name) for name in binder} == binder
@@ -136,7 +136,7 @@ def test_the_install_cell_installs_from_the_configured_repository_only_where_att
     from IPython.core.inputtransformer2 import TransformerManager
 
     # The live flavour (what Binder, Colab and the zip open), for the repository of _config.yml
-    # and the commit the website would be built from (tests/test_live_notebooks.py: overrides).
+    # and the commit the website would be built from (tests/live/test_live_notebooks.py: overrides).
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     url, branch = config["url"], config["branch"]
     assert colab.repository() == (url, branch)

@@ -80,7 +80,7 @@ Twice the longest English source of the training split, which has 13 tokens
 (9 words; the training sources have 1 to 9 words). A sentence up to twice as
 long as anything the model was trained on still shows what happens beyond the
 training lengths, with a heatmap that stays readable; longer input is refused
-with a message. ``tests/test_translator.py`` checks the 13 against the data.
+with a message. ``tests/explorables/test_translate.py`` checks the 13 against the data.
 """
 
 MAX_CHARS = 400

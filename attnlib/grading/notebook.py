@@ -20,7 +20,7 @@ a failure.
 
 Points follow otter's rules (a case's ``points``; a file's ``points``, a total or a list,
 shared among the cases that name none), so a score here is the score otter gives.
-``tests/test_exercises.py`` holds the two side by side on the solution and blank notebooks.
+``tests/grading/test_exercises.py`` holds the two side by side on the solution and blank notebooks.
 
 These checks give feedback; they are not the grade (README, "For instructors"): the trusted
 grader runs each notebook in a sandbox, where ``student_notebook`` is replaced by one

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 RTOL, ATOL = 1e-4, 1e-5  # the learner's module computes in float32
 
-#: The notebook's cell "Train it", as the learner runs it (tests/test_grading_torch.py
+#: The notebook's cell "Train it", as the learner runs it (tests/grading/test_grading_torch.py
 #: checks these against exercises/source/04_attention_module.ipynb).
 TASK = dict(n_train=2000, n_valid=100, n_test=200, min_len=3, max_len=7, seed=0)
 SIZES = dict(emb=16, hidden=24, d_s=32, d_a=16)

@@ -65,8 +65,9 @@ GAP = 1e-3
 MAX_DRAWS = 400
 FIRST_OUTPUT = EOS_ID  # ids below it (<pad>, <bos>) are never outputs
 
-#: Every attnlib function that decodes, switched off in the sandbox (tests/test_grading_decoding.py
-#: checks that no other function in attnlib runs the decoder step by step on its own outputs).
+#: Every attnlib function that decodes, switched off in the sandbox
+#: (tests/grading/test_grading_decoding.py checks that no other function in attnlib runs the
+#: decoder step by step on its own outputs).
 SWITCHED_OFF = (
     "decoding.beam_search",
     "decoding.greedy",

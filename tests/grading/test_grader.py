@@ -1,7 +1,7 @@
 """attnlib.grading, the trusted side: the channel, the sandbox, one worker's session, the grader's rules.
 
-The hostile class is tests/test_hostile.py; the wrong-but-plausible and the fair answers are
-tests/test_variants.py and tests/test_grading_torch.py.
+The hostile class is tests/grading/test_hostile.py; the wrong-but-plausible and the fair answers are
+tests/grading/test_variants.py and tests/grading/test_grading_torch.py.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Issue 16 (items 2-4), checked on ``_build/html`` (``$SITE_DIR`` for another buil
   in the column (a link to the full-size image does not excuse it); the four figures named in the
   issue (Figs 2.1, 7.2, 8.5, 9.1) are on the site.
 
-The browser checks (Chromium, network cut) reuse the fixtures of ``tests/test_site.py``; each
+The browser checks (Chromium, network cut) reuse the fixtures of ``tests/site/test_site.py``; each
 page is opened once and measured for all of them. The unit tests at the end check the
 extension that does the rewriting (``_ext/readable.py``) on its own.
 """
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_site import NO_SITE, PAGES, SITE, PageVisit, browser, server  # noqa: F401
 
 from conftest import ROOT
-from test_site import NO_SITE, PAGES, SITE, PageVisit, browser, server  # noqa: F401
 
 #: The smallest text a figure draws (points); tests/test_plots.py holds attnlib.plots to it.
 SMALLEST_FONT_PT = 8

@@ -4,8 +4,8 @@ One module-scoped build (``otter assign`` on every source, into a temporary
 folder) serves the freshness checks and the gradebook; the gradebook test grades
 one folder that mixes full, blank, partial and hostile submissions
 (tests/fixtures/submissions.py) in one parallel batch with the sandboxed grader.
-The grader itself is tested in tests/test_grader.py, tests/test_hostile.py and
-tests/test_variants.py.
+The grader itself is tested in tests/grading/test_grader.py, tests/grading/test_hostile.py and
+tests/grading/test_variants.py.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def test_the_first_code_cell_installs_what_the_checks_need_where_it_is_missing(n
     assert first.metadata.get("deletable") is False
     # The committed cell makes the grader (the build has attnlib); the live copy that Binder,
     # Colab and the zip open installs attnlib first where it is missing, at the site's version
-    # (_ext/live_notebooks.py; tests/test_live_notebooks.py checks the built copies).
+    # (_ext/live_notebooks.py; tests/live/test_live_notebooks.py checks the built copies).
     from attnlib import colab
 
     assert first.source == colab.source_cell(name)

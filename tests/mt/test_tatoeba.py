@@ -16,7 +16,7 @@ from attnlib.tasks import Task
 from attnlib.train import encode_pairs as train_encode_pairs
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
-FIXTURES = Path(__file__).parent / "fixtures" / "tatoeba"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tatoeba"
 ATTRIBUTED = FIXTURES / "eng-fra-attributed.tsv"
 
 

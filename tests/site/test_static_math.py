@@ -2,7 +2,7 @@
 
 The unit tests run the extension's pieces on their own (node and the pinned MathJax from
 ``node_modules``); the site tests read the built pages (``make test`` builds them first). The
-browser test of ``tests/test_site.py`` checks, on every page, that each math element holds a
+browser test of ``tests/site/test_site.py`` checks, on every page, that each math element holds a
 typeset formula and no error box, and the page-weight rows count what the pages request.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
+from test_site import SITE
 
 from conftest import ROOT
-from test_site import SITE
 
 NEEDS_MATHJAX = pytest.mark.skipif(
     shutil.which("node") is None or not (ROOT / "node_modules" / "mathjax").is_dir(),

@@ -1,6 +1,6 @@
 """attnlib.grading, the learner's side: the pure-Python references, the checks, the notebook's grader.
 
-The trusted side (channel, sandbox, worker, grader) is tested in tests/test_grader.py.
+The trusted side (channel, sandbox, worker, grader) is tested in tests/grading/test_grader.py.
 """
 
 from __future__ import annotations

@@ -30,16 +30,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_site import (
+    BACKSTOP_MS,
+    browser,  # noqa: F401  (the headless Chromium fixture, shared)
+)
 
 import attnlib as al
 from attnlib.explorables import ASSETS
 from attnlib.explorables import drag as explorable
 from attnlib.explorables.drag import AttentionDrag, attention_step
 from conftest import ROOT
-from test_site import (
-    BACKSTOP_MS,
-    browser,  # noqa: F401  (the headless Chromium fixture, shared)
-)
 
 SITE = ROOT / "_build" / "html"
 PAGE = "chapters/score_functions.html"

@@ -145,7 +145,7 @@ def commit_work_tree(dest: Path) -> tuple[Path, str]:
         "--no-verify",
         "--allow-empty",
         "-m",
-        "the work tree, for tests/test_colab.py",
+        "the work tree, for tests/live/test_colab.py",
         cwd=clone,
     )
     return clone, _git("rev-parse", "HEAD", cwd=clone).strip()

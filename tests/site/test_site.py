@@ -414,7 +414,7 @@ def test_site_is_built() -> None:
 def test_site_serves_its_own_javascript() -> None:
     """The pinned widget manager, RequireJS and MathJax's fonts are in the site (html_extra_path).
 
-    Formulas are typeset when the site is built (tests/test_static_math.py): the pages need
+    Formulas are typeset when the site is built (tests/site/test_static_math.py): the pages need
     MathJax's web fonts, not its JavaScript."""
     vendor = SITE / "_vendor"
     for f in (
@@ -484,7 +484,7 @@ def _repository() -> tuple[str, str, str]:
 @pytest.mark.parametrize("rel", notebook_pages() or [NO_SITE])
 def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
     """Binder, Colab and live code (thebe) buttons open *this* notebook's live copy (branch
-    ``live``: tests/test_live_notebooks.py checks that tree); .ipynb downloads."""
+    ``live``: tests/live/test_live_notebooks.py checks that tree); .ipynb downloads."""
     assert rel != NO_SITE, f"no notebook pages in {SITE}: run `make book` first"
     html = (SITE / rel).read_text(encoding="utf-8")
     owner_name, _, book = _repository()
@@ -506,7 +506,7 @@ def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
 
 def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
     """Binder installs exact pins of its own (no -r line), torch's CPU build from its CPU index
-    (the slow end-to-end check of these files is tests/test_binder.py)."""
+    (the slow end-to-end check of these files is tests/live/test_binder.py)."""
     req = (ROOT / "binder" / "requirements.txt").read_text(encoding="utf-8").splitlines()
     lines = [ln.strip() for ln in req if ln.strip() and not ln.startswith("#")]
     assert not [ln for ln in lines if ln.startswith(("-r", "-c"))], (

@@ -47,7 +47,7 @@ SEED = f"hostile-seed-{uuid.uuid4().hex}"  # in the grader's environment, never 
 #: cannot move (the course's default is 300 s; every case but the spinners uses under 5 s).
 LIMITS = sandbox.Limits(cpu_seconds=20)
 #: The wall-clock backstop per submission: only a submission that hangs without computing
-#: reaches it (the slowest case, the memory bomb, takes seconds; tests/test_grader.py ends a
+#: reaches it (the slowest case, the memory bomb, takes seconds; tests/grading/test_grader.py ends a
 #: real hang with a short one).
 WALL_BACKSTOP = 900.0
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

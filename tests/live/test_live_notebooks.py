@@ -9,7 +9,7 @@ directly), the deploy's link check (``_ext/check_links.py``) on a small hand-mad
 ``.ci/publish-live`` against a local bare repository.
 
 Slow tests read the built site and its live tree (``make book``; ``$SITE_DIR`` checks another
-build, as in ``tests/test_site.py``): every launch, edit and issue button of every notebook page,
+build, as in ``tests/site/test_site.py``): every launch, edit and issue button of every notebook page,
 every install cell, no MyST left in any Markdown cell, every link into the website resolving to
 a page and anchor of ``_build/html``, and every glued value the same as on the page.
 """

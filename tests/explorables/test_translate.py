@@ -1,6 +1,6 @@
 """Tests for attnlib.explorables.translate: explain a sentence, draw it, and the translate-your-own widget.
 
-The widget's front end is tested in a browser in ``tests/test_explorable.py``.
+The widget's front end is tested in a browser in ``tests/explorables/test_front_ends.py``.
 
 Most tests use a tiny *untrained* model built from the first 300 Tatoeba pairs (no
 checkpoint, well under a second): its translations are nonsense, but the contract is the

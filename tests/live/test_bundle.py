@@ -3,7 +3,7 @@
 Fast tests zip a small live tree written here by hand; the slow ones zip the live copies the
 website's build wrote (``_build/live``, ``make book``), read the zip back as a learner would, and
 follow the link of the built introduction page (``make book`` puts the zip in the site).
-``$SITE_DIR`` checks another build, as in ``tests/test_site.py``.
+``$SITE_DIR`` checks another build, as in ``tests/site/test_site.py``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ check for several seeds, the public checks use fixed inputs and the hidden ones 
 from the seed, and every variant of ``fixtures/variants.py`` does what it should. The slow
 one materialises every variant into one folder and grades it once, for real (sandbox,
 switched-off references), with :func:`attnlib.grading.grader.grade`. Exercise 4's torch
-variants are tests/test_grading_torch.py's.
+variants are tests/grading/test_grading_torch.py's.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from attnlib.grading import cases, channel, grader, sandbox, worker
 from attnlib.grading.questions import EXERCISES
 from fixtures import variants as fv
 
-# exercise 4's variants train a model each: tests/test_grading_torch.py grades them
+# exercise 4's variants train a model each: tests/grading/test_grading_torch.py grades them
 ALL = list(fv.VARIANTS)
 USES = fv.USES
 NUMPY_EXERCISES = (

@@ -1,12 +1,12 @@
 """The page shell of the built website on a phone (390 px) and a desktop (1280 px), light and dark.
 
 What ``_ext/static/site_shell.js`` and ``_ext/static/offline_site.css`` promise, checked in headless
-Chromium with the network cut (the fixtures and :class:`PageVisit` of ``tests/test_site.py``):
+Chromium with the network cut (the fixtures and :class:`PageVisit` of ``tests/site/test_site.py``):
 
 - the navigation (left sidebar) and Contents (page table of contents) toggles show and hide
   their sidebar, at both widths and in both colour modes, and report it in ``aria-expanded``;
 - axe-core finds no serious or critical violation in dark mode at 1280 px nor in light mode at
-  390 px, on every exercise page and a few chapters (``tests/test_site.py`` runs axe in light
+  390 px, on every exercise page and a few chapters (``tests/site/test_site.py`` runs axe in light
   mode at 1280 px on every page);
 - at 390 px no display equation reaches outside the text column (a formula may scroll inside its
   own box) and no equation number overlaps its formula;

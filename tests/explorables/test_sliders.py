@@ -1,6 +1,6 @@
 """Tests for attnlib.explorables.sliders: the three explorers' state and their reference values.
 
-The figures are drawn and moved by JavaScript in the browser (tests/test_explorable.py checks
+The figures are drawn and moved by JavaScript in the browser (tests/explorables/test_front_ends.py checks
 that, on the built site). Here, with no browser: each widget carries what its front end needs,
 keeps its controls in range, rejects nonsense with a message in the course's notation, and its
 ``current()`` (what the figure must show) matches values computed here independently.
