@@ -65,8 +65,9 @@ sandbox:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq bubblewrap >/dev/null; }
 
 # pytest as `make test` and `make check` run it: one worker per core, each taking the next test
-# as it frees up, the 25 slowest listed at the end, and every notebook nbmake runs without an
-# error kept for the book build (tests/executed_notebooks.py).
+# as it frees up, the 25 slowest listed at the end (every test's time is in the JUnit report
+# `make test` writes to _build/), and every notebook nbmake runs without an error kept for the
+# book build (tests/executed_notebooks.py).
 # nbmake's limit per cell is a backstop against a real hang, far above what a busy machine takes.
 PYTEST := $(BIN)/python -m pytest -n auto --dist worksteal --durations=25 -p tests.executed_notebooks \
 	--nbmake-timeout=1800
@@ -78,9 +79,9 @@ PYTEST := $(BIN)/python -m pytest -n auto --dist worksteal --durations=25 -p tes
 #   3. every test under tests/, the site's and Binder's included.
 test: lint typecheck browser sandbox $(STAMP) $(NODE_STAMP)
 	@rm -rf _build/.executed
-	$(PYTEST) --nbmake chapters exercises
+	$(PYTEST) --junitxml=_build/test-notebooks.xml --nbmake chapters exercises
 	$(MAKE) --no-print-directory book
-	$(PYTEST) tests
+	$(PYTEST) --junitxml=_build/test-report.xml tests
 
 # `make test` while two CPU-bound processes share the cores (BUSY=N for another number); the
 # load average it saw and the outcome are in _build/test-under-load.log.
