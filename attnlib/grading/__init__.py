@@ -11,14 +11,16 @@ The package is split by where its code runs:
 * **the channel** between the two other sides, defined once: :mod:`.channel`.
 * **the untrusted worker**, which runs inside the sandbox in the same process as
   a student's code: :mod:`.worker`.
-* **the trusted instructor's side**: :mod:`.sandbox` (bubblewrap, seccomp,
-  limits), :mod:`.session` (one worker, driven over the channel), :mod:`.cases`
-  (the checks and the hidden cases drawn from a private seed), :mod:`.grader`
-  (folder → gradebook) and :mod:`.assign` (sources → student notebooks, :func:`build`).
+* **the trusted instructor's side**: :mod:`.reader` (a submitted notebook, read in
+  a child process with limits), :mod:`.sandbox` (bubblewrap, seccomp, limits, the
+  staged attnlib), :mod:`.session` (one worker, driven over the channel),
+  :mod:`.cases` (the checks and the hidden cases drawn from a private seed and the
+  student's name), :mod:`.grader` (folder → gradebook, a process per job, a journal)
+  and :mod:`.assign` (sources → student notebooks, :func:`build`).
   :func:`build` and :func:`grade` are loaded from there on first use.
 
 Command line: ``python -m attnlib.grading build`` and
-``python -m attnlib.grading grade SUBMISSIONS -o gradebook.csv --seed SECRET``
+``python -m attnlib.grading grade SUBMISSIONS -o gradebook.csv --seed SECRET --wide``
 (README, "For instructors").
 """
 

@@ -11,24 +11,35 @@ this process. A check is all or nothing; a question's score is the sum of the
 points of its checks that pass.
 
 Publishing this file is harmless: the draws depend on a seed only the
-instructor has (``--seed`` or ``ATTNLIB_GRADING_SEED``), so knowing *how* the
-cases are made does not tell anyone *which* inputs a grading run uses. The
-fixed structure every draw keeps (a score of 1500 beside a 0, padding with the
-largest score, one real position in a row, d_s ≠ d_h) is what the exercise text
-asks for anyway.
+instructor has (``--seed`` or ``ATTNLIB_GRADING_SEED``, at least 64 bits:
+:func:`seed_bits`) and on the student's name, so knowing *how* the cases are made
+does not tell anyone *which* inputs a grading run uses, and two students never
+share their hidden cases. The fixed structure every draw keeps (a score of 1500
+beside a 0, padding with the largest score, one real position in a row, d_s ≠ d_h)
+is what the exercise text asks for anyway.
+
+**What a note may say.** A failed check raises :class:`Fail`, whose message (for
+the instructor's ``--details`` file) may name drawn inputs and what the learner's
+code returned; the gradebook's note says only :meth:`Fail.phrase`, words of the
+grader's own (the kind of failure, the name of a built-in exception), never a
+value, a shape or a text that came from the worker or from a draw. A learner's
+function could otherwise hand its hidden inputs back through the note.
 
 The exercises' checks live in :mod:`attnlib.grading.questions`, one module
-per exercise. Each exercise also names the parts of attnlib that are **switched off** in its
-sandbox (:func:`attnlib.grading.sandbox.stage`): the course's own reference for
-what the exercise asks the learner to write. An answer that calls it gets a
-NotImplementedError that says why, and loses the points of every check that
-needed it (README, "What using attnlib earns").
+per exercise. A question that asks the learner to write something is graded in a
+worker whose attnlib holds only the modules the exercise's notebook needs
+(:attr:`Exercise.modules`, none for most), so the course's reference is not
+there to call; one that tells the learner to use attnlib
+(:attr:`Question.uses_attnlib`) in a worker that has all of it
+(:func:`attnlib.grading.sandbox.stage`; README, "What using attnlib earns").
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,6 +50,7 @@ from attnlib.grading import channel
 from attnlib.grading.reference import py_softmax
 
 __all__ = [
+    "BUILTIN_ERRORS",
     "FLOAT32_ATOL",
     "Check",
     "Exercise",
@@ -56,17 +68,83 @@ __all__ = [
     "f32",
     "public_params",
     "rng_for",
+    "seed_bits",
     "sizes_label",
     "softmax_rows",
 ]
 
 
+#: The exceptions a note may name: Python's own, never a class the learner's code defines.
+BUILTIN_ERRORS = frozenset(
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+)
+
+_PHRASES = {
+    "values": "the values are not right",
+    "shape": "the result has the wrong shape",
+    "type": "the result is not what the question asks for (its type, or its parts)",
+    "none": "the function returns None: it does not return anything yet",
+    "nan": "the result holds NaN or inf",
+    "not_raised": "it should raise ValueError here, and it did not",
+}
+
+
 class Fail(AssertionError):
-    """A check that did not pass; the message says why, in the course's notation."""
+    """A check that did not pass.
+
+    The message says why, in the course's notation, for the instructor (it may name drawn
+    inputs and the learner's values); :meth:`phrase` is what the gradebook's note says.
+
+    Parameters
+    ----------
+    message : str
+    kind : str
+        ``"values"``, ``"shape"``, ``"type"``, ``"none"``, ``"nan"``, ``"not_raised"``
+        or ``"raised"`` (the learner's code raised: ``raised`` lists the built-in exception
+        classes it is an instance of, as the worker reported them).
+    note : str, optional
+        The note's words instead of the kind's, written by the grader (never a value or a
+        text from the worker or a draw).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        kind: str = "values",
+        note: str | None = None,
+        raised: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.note = note
+        self.raised = tuple(str(t) for t in raised)
+
+    @property
+    def error(self) -> str | None:
+        """The most specific built-in exception the learner's code raised (None: not one)."""
+        return next((t for t in self.raised if t in BUILTIN_ERRORS), None)
+
+    def raised_a(self, kind: str) -> bool:
+        """Whether the learner's code raised an instance of the built-in exception ``kind``."""
+        return self.kind == "raised" and kind in self.raised and kind in BUILTIN_ERRORS
+
+    def phrase(self) -> str:
+        """What the gradebook's note says of this failure: the grader's words only."""
+        if self.note:
+            return self.note
+        if self.kind == "raised":
+            return f"the function raised {self.error or 'an exception'}"
+        return _PHRASES.get(self.kind, _PHRASES["values"])
 
 
 class Probe(Protocol):
     """The grader's handle on the worker (implemented in :mod:`attnlib.grading.grader`)."""
+
+    def own(self) -> Probe:
+        """The probe of the worker in which the learner's own code runs without attnlib
+        (the questions that ask the learner to write something are graded there); itself,
+        for such a question."""
 
     def call(self, target: str, *args: Any, seconds: float = 10.0, **kwargs: Any) -> Any:
         """The plain value ``target(*args, **kwargs)`` returned; :class:`Fail` if it raised."""
@@ -110,11 +188,17 @@ class Check:
 
 @dataclass(frozen=True)
 class Question:
-    """A graded question: the name its answer cell defines, and its checks."""
+    """A graded question: the name its answer cell defines, and its checks.
+
+    ``uses_attnlib``: the question tells the learner to use attnlib, and is graded in a
+    worker that has all of it; otherwise the learner writes the answer, and it is graded in
+    a worker whose attnlib holds only :attr:`Exercise.modules`.
+    """
 
     name: str
     defines: str
     checks: tuple[Check, ...]
+    uses_attnlib: bool = False
 
     @property
     def total(self) -> float:
@@ -123,13 +207,20 @@ class Question:
 
 @dataclass(frozen=True)
 class Exercise:
-    """An exercise notebook: its questions, and the attnlib references switched off while graded."""
+    """An exercise notebook: its questions, and what of attnlib its learner's code may use.
+
+    ``modules``: the attnlib modules the notebook needs for the questions the learner
+    writes (and those they import), none of which computes an answer (exercise 6's models
+    and vocabulary); every other module is absent there. ``switched_off``: functions of those
+    modules that would compute an answer (a model's own greedy decoder), which raise there.
+    """
 
     name: str
     number: int
     questions: tuple[Question, ...]
     switched_off: tuple[str, ...] = ()
     cell_seconds: float = 30.0
+    modules: tuple[str, ...] = ()
 
 
 FLOAT32_ATOL = 1e-5
@@ -173,9 +264,54 @@ def sizes_label(d_s: int, d_h: int, d_a: int, T_x: int) -> str:
 
 
 def rng_for(seed: str, *names: str) -> np.random.Generator:
-    """The generator of one check: from the private seed and the check's place, nothing else."""
-    digest = hashlib.sha256("\x1f".join((str(seed), *names)).encode()).digest()
+    """The generator of one check: from the private seed and the check's place, nothing else.
+
+    The grader names the student first (``rng_for(seed, student, exercise, question,
+    check)``), so every student meets hidden cases of their own.
+    """
+    text = "\x1f".join((str(seed), *names))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+_WORD_BITS = 11.0  # a word of a list of about 2000 common ones
+_SEPARATOR_BITS = 2.0
+
+
+def seed_bits(seed: str) -> float:
+    """A cautious estimate of how many bits of randomness a seed holds.
+
+    Runs of 8 or more hexadecimal digits count 4 bits a digit (``secrets.token_hex``);
+    a run of letters whose case changes inside it 5.7 bits a letter, and of 2 or more
+    digits 3.3 a digit (``secrets.token_urlsafe``); a run of letters in one case (a word,
+    capitalised or not) counts at most :data:`_WORD_BITS`, as if drawn from a list of 2000
+    common words, a letter alone 4.7; any other character 5 bits, a space, ``-``, ``_``
+    or ``.`` between words 2. A run repeated counts once. ``python -c "import secrets;
+    print(secrets.token_hex(16))"`` gives a seed of 128 bits. What no count of characters
+    can tell is a phrase anyone knows (a proverb, a line of a song): draw the seed.
+    """
+    bits, seen = 0.0, set()
+    for token in re.findall(r"[0-9a-fA-F]{8,}|[A-Za-z]+|[0-9]+|[^A-Za-z0-9]", seed):
+        if token in seen:
+            continue
+        seen.add(token)
+        if len(token) >= 8 and re.fullmatch(r"[0-9a-fA-F]+", token) and not token.isalpha():
+            bits += 4.0 * len(token)
+        elif token.isdigit():
+            bits += math.log2(10) * len(token)
+        elif token.isalpha() and token.isascii():
+            one_case = token.islower() or token.isupper() or token.istitle()
+            if len(token) == 1:
+                bits += math.log2(26)
+            elif one_case:
+                bits += min(_WORD_BITS, math.log2(26) * len(token))
+            else:
+                bits += math.log2(52) * len(token)
+        elif token in " -_.":
+            bits += _SEPARATOR_BITS
+        else:
+            bits += 5.0
+    return bits
 
 
 # --------------------------------------------------------------------------- reading answers
@@ -194,20 +330,20 @@ def _describe(value: Any) -> str:
 def as_array(value: Any, name: str) -> np.ndarray:
     """The learner's result as a float64 array, or :class:`Fail` saying what it was instead."""
     if value is None:
-        raise Fail(f"{name} is None: the function does not return anything yet")
+        raise Fail(f"{name} is None: the function does not return anything yet", kind="none")
     if isinstance(value, bool):
-        raise Fail(f"{name} is a bool, not numbers")
+        raise Fail(f"{name} is a bool, not numbers", kind="type")
     if isinstance(value, int | float):
         return np.array(float(value))
     if channel.is_array(value):
         try:
             shape, _dtype, values = channel.read_array(value)
         except channel.ChannelError as err:
-            raise Fail(f"{name} could not be read: {err}") from None
+            raise Fail(f"{name} could not be read: {err}", kind="type") from None
         return np.array(values, dtype=np.float64).reshape(shape)
     if isinstance(value, list) and all(isinstance(v, int | float) for v in value):
         return np.array(value, dtype=np.float64)
-    raise Fail(f"{name} should be an array of numbers, but it is {_describe(value)}")
+    raise Fail(f"{name} should be an array of numbers, but it is {_describe(value)}", kind="type")
 
 
 def as_tuple(value: Any, n: int, name: str) -> list[Any]:
@@ -216,7 +352,7 @@ def as_tuple(value: Any, n: int, name: str) -> list[Any]:
         try:
             shape, dtype, data = channel.read_array(value)
         except channel.ChannelError as err:
-            raise Fail(f"{name} could not be read: {err}") from None
+            raise Fail(f"{name} could not be read: {err}", kind="type") from None
         if shape and shape[0] == n:
             size = len(data) // n
             value = [
@@ -227,16 +363,20 @@ def as_tuple(value: Any, n: int, name: str) -> list[Any]:
     elif isinstance(value, list):
         parts = value
     else:
-        raise Fail(f"{name} should return a tuple of {n}, but it returns {_describe(value)}")
+        raise Fail(
+            f"{name} should return a tuple of {n}, but it returns {_describe(value)}", kind="type"
+        )
     if len(parts) != n:
-        raise Fail(f"{name} should return a tuple of {n}, but it returns one of {len(parts)}")
+        raise Fail(
+            f"{name} should return a tuple of {n}, but it returns one of {len(parts)}", kind="type"
+        )
     return list(parts)
 
 
 def expect_shape(got: np.ndarray, want: tuple[int, ...], name: str) -> None:
     """:class:`Fail` unless ``got`` has shape ``want``."""
     if got.shape != want:
-        raise Fail(f"{name} should have shape {want}, but it has shape {got.shape}")
+        raise Fail(f"{name} should have shape {want}, but it has shape {got.shape}", kind="shape")
 
 
 def expect_close(
@@ -255,7 +395,9 @@ def expect_close(
     """
     want = np.asarray(want, dtype=np.float64)
     if got.shape != want.shape:
-        raise Fail(f"{name} should have shape {want.shape}, but it has shape {got.shape}")
+        raise Fail(
+            f"{name} should have shape {want.shape}, but it has shape {got.shape}", kind="shape"
+        )
     for k, (g, w) in enumerate(zip(got.ravel().tolist(), want.ravel().tolist(), strict=True)):
         if exact_zeros and w == 0.0 and g != 0.0:
             raise Fail(f"{name}: entry {k} (flat index) should be exactly 0, but it is {g:.3g}")

@@ -14,8 +14,10 @@ Values that are not JSON by themselves are wrapped in a one-key object:
   learner's code returned (``float32`` stays visible, so a message can name it);
 * ``{"tuple": [...]}`` — a tuple (a function returning ``(c, alpha)``);
 * ``{"object": "TypeName"}`` — anything else, reported by its type's name only;
-* ``{"error": {"type": "ValueError", "message": "..."}}`` — what the learner's
-  code raised instead of returning.
+* ``{"error": {"type": "ValueError", "message": "...", "types": [...]}}`` — what
+  the learner's code raised instead of returning; ``types`` are the built-in
+  exception classes it is an instance of (``["ValueError", "Exception",
+  "BaseException"]``).
 * ``{"handle": "_h1"}`` — in a request's arguments only: the object an
   earlier ``new`` made under that name (a model the grader had built, handed
   to the learner's function). The worker looks the name up among its own
@@ -56,11 +58,11 @@ __all__ = [
     "OPS",
     "ChannelError",
     "array",
-    "decode",
-    "encode",
     "error",
+    "from_line",
     "is_array",
     "read_array",
+    "to_line",
 ]
 
 MAX_MESSAGE = 8 * 2**20
@@ -91,9 +93,10 @@ def array(shape: list[int] | tuple[int, ...], dtype: str, data: list[Any]) -> di
     return {"array": {"shape": [int(d) for d in shape], "dtype": str(dtype), "data": out}}
 
 
-def error(kind: str, message: str) -> dict[str, Any]:
+def error(kind: str, message: str, types: list[str] | None = None) -> dict[str, Any]:
     """The value that stands for an exception the learner's code raised."""
-    return {"error": {"type": str(kind)[:100], "message": str(message)[:2000]}}
+    body = {"type": str(kind)[:100], "message": str(message)[:2000]}
+    return {"error": {**body, "types": [str(t)[:100] for t in (types or [kind])][:20]}}
 
 
 def is_array(value: Any) -> bool:
@@ -133,7 +136,7 @@ def read_array(value: Any) -> tuple[tuple[int, ...], str, list[float]]:
     return tuple(shape), dtype, values
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def to_line(message: dict[str, Any]) -> bytes:
     """One message as a line of JSON (strict: no NaN tokens, plain types only)."""
     line = json.dumps(message, allow_nan=False, separators=(",", ":")).encode() + b"\n"
     if len(line) > MAX_MESSAGE:
@@ -145,7 +148,7 @@ def _refuse_constant(token: str) -> Any:
     raise ChannelError(f"{token} is not plain JSON")
 
 
-def decode(line: bytes) -> dict[str, Any]:
+def from_line(line: bytes) -> dict[str, Any]:
     """Read one line of the channel into a dict, or raise :class:`ChannelError`.
 
     Anything that is not a JSON object of plain data (NaN tokens, nesting over

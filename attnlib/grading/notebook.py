@@ -9,7 +9,7 @@ attnlib (no otter-grader, which stays on the instructor's side for ``otter assig
 wherever the notebook is opened, saved beside the kernel or not (Colab). A test file is in
 otter-grader's exception format: Python source whose ``@test_case(points=...,
 hidden=..., success_message=..., failure_message=...)`` functions take as parameters the
-names of the notebook's variables they check. :class:`Exercise` reads it with :mod:`ast`,
+names of the notebook's variables they check. :class:`NotebookChecks` reads it with :mod:`ast`,
 drops its ``from otter.test_files import test_case`` line, runs the rest with its own
 :class:`test_case`, and calls each case with the learner's values. The result,
 :class:`CheckResult`, shows each case as passed (with its success message), failed (with
@@ -57,7 +57,7 @@ __all__ = [
     "CHECKS_DIR",
     "CaseResult",
     "CheckResult",
-    "Exercise",
+    "NotebookChecks",
     "Report",
     "public_checks",
     "student_notebook",
@@ -527,7 +527,7 @@ def _run_case(case: _Case, test: _TestFile, env: Mapping[str, Any]) -> CaseResul
 
 
 # =========================================================================== the grader
-class Exercise:
+class NotebookChecks:
     """The ``grader`` of one exercise notebook: ``grader.check("q1_softmax")``, ``check_all()``.
 
     Parameters
@@ -609,7 +609,7 @@ class Exercise:
         return f"<checks of {self.name}: {', '.join(self.questions)}>"
 
 
-def student_notebook(name: str) -> Exercise:
+def student_notebook(name: str) -> NotebookChecks:
     """The ``grader`` of an exercise notebook: ``grader.check("q1")`` runs q1's public tests.
 
     The tests are the ones shipped in attnlib (``attnlib/exercise_checks/NAME.json``, written
@@ -623,7 +623,7 @@ def student_notebook(name: str) -> Exercise:
 
     Returns
     -------
-    Exercise
+    NotebookChecks
 
     Raises
     ------
@@ -634,4 +634,4 @@ def student_notebook(name: str) -> Exercise:
     --------
     The page "Exercises" (exercises/index).
     """
-    return Exercise(name)
+    return NotebookChecks(name)

@@ -11,11 +11,13 @@ The limits are **CPU time**, so a grade does not depend on how busy the grading
 machine is: a request may use ``seconds`` of the worker's CPU time (the worker
 stops it itself at ``seconds``; the grader, which reads the CPU time of the
 sandbox's processes from ``/proc``, kills it at ``seconds + CPU_SLACK``), and a
-submission's workers together may use ``limits.cpu_seconds`` (each worker also
-gets what is left as its ``RLIMIT_CPU``, which the kernel enforces). A worker
-that waits without computing (a sleep, a blocked read) uses no CPU time: a
-wall-clock backstop, :data:`WALL_PER_CPU` times a request's CPU limit plus
-:data:`SLACK`, and the submission's ``deadline``, end it.
+submission's workers together (every session of its :class:`Budget`) may use
+``Budget.cpu_seconds`` (each worker also gets what is left as its ``RLIMIT_CPU``,
+which the kernel enforces). A worker that waits without computing (a sleep, a
+blocked read) uses no CPU time: a wall-clock backstop, :data:`WALL_PER_CPU` times
+a request's CPU limit plus :data:`SLACK`, and the submission's deadline end it.
+A reply that has arrived is always read before any limit is judged, so a grader
+slowed down by other work never declares late an answer it already has.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any
 
 from attnlib.grading import channel, sandbox
 
-__all__ = ["Session", "WorkerGone", "cpu_seconds", "tree"]
+__all__ = ["Budget", "Session", "WorkerGone", "cpu_seconds", "tree"]
 
 SLACK = 5.0  # wall-clock seconds added to a request's backstop
 CPU_SLACK = 2.0  # CPU seconds a request may use beyond the worker's own limit before it is killed
@@ -88,34 +89,54 @@ class _Limits:
     seconds: float  # the request's CPU limit, as asked
 
 
-def _high(fd: int) -> int:
-    """The same open file on a descriptor above 9, clear of the standard streams."""
-    import fcntl
-
-    new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.close(fd)
-    return new
-
-
 class WorkerGone(Exception):
     """The worker overran a limit, died, or broke the channel's format (it has been killed)."""
 
 
 @dataclass
-class Session:
-    """One submission's worker and the cells it has run.
+class Budget:
+    """What one submission's workers may use together: CPU seconds and a wall-clock deadline.
 
-    ``limits.cpu_seconds`` is the submission's CPU time, all its workers together;
-    ``wall_seconds`` its wall-clock backstop, counted from the session's creation
-    (``deadline``, a ``time.monotonic()`` value).
+    Every :class:`Session` of one submission shares it (a notebook graded in two
+    environments has two workers, one after the other).
     """
 
-    stage_dir: Path
+    cpu_seconds: float
+    wall_seconds: float
+    deadline: float = field(init=False)
+    sessions: list[Session] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.wall_seconds
+
+    def used(self) -> float:
+        """CPU seconds every worker of the submission has used, the running ones included."""
+        return sum(s.own_cpu() for s in self.sessions)
+
+    def spent(self) -> str | None:
+        """Which of the submission's limits is used up (a phrase for the note), or None."""
+        if self.cpu_seconds - self.used() < MIN_START_CPU:
+            return f"the submission's CPU time limit of {self.cpu_seconds:g} s"
+        if time.monotonic() >= self.deadline:
+            return f"the submission's wall-clock limit of {self.wall_seconds:g} s"
+        return None
+
+
+@dataclass
+class Session:
+    """One worker of a submission, and the cells it has run.
+
+    ``budget`` is the submission's (default: one of its own, ``limits.cpu_seconds`` of CPU
+    time and ``wall_seconds`` of wall clock from now).
+    """
+
+    stage: sandbox.Stage
     notebook: bytes
     notebook_name: str
     limits: sandbox.Limits
     isolate: bool = True
     wall_seconds: float = 600.0
+    budget: Budget | None = None
     ran: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
@@ -125,13 +146,24 @@ class Session:
     _scratch: str | None = None
     _to_worker: int = -1
     _from_worker: int = -1
-    cpu_before: float = 0.0  # CPU seconds of this submission's workers that have ended
+    cpu_before: float = 0.0  # CPU seconds of this session's workers that have ended
     _cpu_seen: float = 0.0  # the current worker's CPU seconds at the last reading
     _pids: list[int] = field(default_factory=list)  # the current worker's sandbox processes
-    deadline: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.deadline = time.monotonic() + self.wall_seconds
+        if self.budget is None:
+            self.budget = Budget(self.limits.cpu_seconds, self.wall_seconds)
+        self.budget.sessions.append(self)
+
+    @property
+    def _budget(self) -> Budget:
+        assert self.budget is not None
+        return self.budget
+
+    @property
+    def deadline(self) -> float:
+        """The submission's wall-clock deadline (a ``time.monotonic()`` value)."""
+        return self._budget.deadline
 
     # -- what the submission has used --------------------------------------------------
     def worker_cpu(self, *, look: bool = False) -> float:
@@ -148,19 +180,40 @@ class Session:
             self._cpu_seen = max(self._cpu_seen, cpu_seconds(pids))
         return self._cpu_seen
 
-    def cpu_used(self) -> float:
-        """CPU seconds this submission's workers have used, the current one included."""
+    def own_cpu(self) -> float:
+        """CPU seconds this session's workers have used, the current one included."""
         return self.cpu_before + self.worker_cpu()
+
+    def cpu_used(self) -> float:
+        """CPU seconds the submission's workers have used (every session of its budget)."""
+        return self._budget.used()
 
     def spent(self) -> str | None:
         """Which of the submission's limits is used up (a phrase for the note), or None."""
-        if self.limits.cpu_seconds - self.cpu_used() < MIN_START_CPU:
-            return f"the submission's CPU time limit of {self.limits.cpu_seconds:g} s"
-        if time.monotonic() >= self.deadline:
-            return f"the submission's wall-clock limit of {self.wall_seconds:g} s"
-        return None
+        return self._budget.spent()
 
     # -- life cycle --------------------------------------------------------------------
+    def _command(self, fds: list[int]) -> tuple[list[str], str]:
+        """The worker's argv (descriptors it needs appended to ``fds``) and working folder."""
+        if not self.isolate:  # --no-sandbox: a separate process with limits, no OS boundary
+            if self._scratch is None:  # its own folder, its own copies of attnlib and notebook
+                self._scratch = sandbox.unsandboxed_scratch()
+                self.stage.write(Path(self._scratch) / "attnlib.zip")
+                (Path(self._scratch) / self.notebook_name).write_bytes(self.notebook)
+            return [sys.executable, "-I", str(Path(self._scratch) / "attnlib.zip")], self._scratch
+        cmd = sandbox.command(
+            self.stage.data,
+            self.notebook,
+            self.notebook_name,
+            sandbox.seccomp_filter(),
+            self.limits,
+        )
+        data_fds = [sandbox.memfd("data", d) for d in cmd.data]
+        fds += data_fds
+        args_fd = sandbox.memfd("args", cmd.options_bytes(data_fds))
+        fds.append(args_fd)
+        return cmd.resolve(args_fd), "/"
+
     def start(self) -> None:
         """Start a fresh worker and replay the cells that ran before (their failures ignored)."""
         self.close()
@@ -169,61 +222,32 @@ class Session:
         spent = self.spent()
         if spent:
             raise WorkerGone(f"no answer within {spent}")
-        left = self.limits.cpu_seconds - self.cpu_before
+        left = self._budget.cpu_seconds - self.cpu_used()
         self.starts += 1
-        nb_fd = _high(os.memfd_create("notebook"))
-        os.write(nb_fd, self.notebook)
-        os.lseek(nb_fd, 0, os.SEEK_SET)
         to_worker_r, self._to_worker = map(_high, os.pipe())
         self._from_worker, from_worker_w = map(_high, os.pipe())
-        fds = [nb_fd, to_worker_r, from_worker_w]
-        if self.isolate:
-            bpf = sandbox.seccomp_filter()
-            seccomp_fd = None
-            if bpf is not None:
-                seccomp_fd = _high(os.memfd_create("seccomp"))
-                os.write(seccomp_fd, bpf)
-                os.lseek(seccomp_fd, 0, os.SEEK_SET)
-                fds.append(seccomp_fd)
-            cmd = sandbox.command(
-                self.stage_dir, nb_fd, self.notebook_name, seccomp_fd, self.limits
-            )
-            cwd = "/"
-        else:  # --no-sandbox: a separate process with limits, but no OS boundary
-            cmd = [
-                sys.executable,
-                "-I",
-                str(self.stage_dir / "attnlib/grading/worker.py"),
-                str(self.stage_dir),
-            ]
-            if self._scratch is None:  # its own folder with its own copy of the notebook
-                self._scratch = tempfile.mkdtemp(prefix="attnlib-unsandboxed-")
-                (Path(self._scratch) / self.notebook_name).write_bytes(self.notebook)
-            cwd = self._scratch
-        env = sandbox.environment()
-        # The channel keeps its descriptors' numbers (all above 9) and the worker is told them:
-        # pass_fds may only name descriptors open in this process when it forks, and with
-        # jobs > 1 another session's temporary descriptors come and go at any moment.
-        cmd = [*cmd, str(to_worker_r), str(from_worker_w)]
-
-        # the kernel's own stop, just past the grader's: what is left of the submission's CPU time
-        own = replace(self.limits, cpu_seconds=math.ceil(left + CPU_SLACK))
-
-        def preexec() -> None:
-            sandbox.rlimits(own)()
-            os.setsid()
-
-        keep = tuple(fds)
+        fds = [to_worker_r, from_worker_w]
         try:
+            argv, cwd = self._command(fds)
+            # The channel keeps its descriptors' numbers (all above 9) and the worker is told
+            # them: pass_fds may only name descriptors open in this process when it forks.
+            argv = [*argv, str(to_worker_r), str(from_worker_w)]
+            # the kernel's own stop, just past the grader's: what is left of the submission's
+            own = replace(self.limits, cpu_seconds=max(1, math.ceil(left + CPU_SLACK)))
+
+            def preexec() -> None:
+                sandbox.rlimits(own)()
+                os.setsid()
+
             self.proc = subprocess.Popen(
-                cmd,
+                argv,
                 cwd=cwd,
-                env=env,
+                env=sandbox.environment(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 preexec_fn=preexec,
-                pass_fds=keep,
+                pass_fds=tuple(fds),
                 close_fds=True,
             )
         finally:
@@ -247,12 +271,11 @@ class Session:
                 os.close(fd)
         self._to_worker = self._from_worker = -1
         self._buf = bytearray()
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
@@ -264,13 +287,13 @@ class Session:
         ``seconds`` is the request's CPU time limit (the worker's own, which it is also sent);
         the worker is killed past ``seconds + CPU_SLACK`` of CPU time, past the submission's
         CPU time, or past the wall-clock backstop ``WALL_PER_CPU * seconds + SLACK`` or the
-        submission's ``deadline``, whichever comes first.
+        submission's deadline, whichever comes first.
         """
         if self.proc is None:
             self.start()
         self._next_id += 1
         ident = self._next_id
-        data = channel.encode({**message, "id": ident})
+        data = channel.to_line({**message, "id": ident})
         cpu_at_start = self.worker_cpu()
         try:
             view = memoryview(data)
@@ -278,38 +301,35 @@ class Session:
                 n = os.write(self._to_worker, view)
                 view = view[n:]
         except OSError:
-            self._fail()
+            self.close()
             raise WorkerGone("the worker ended before it could be asked") from None
         limits = _Limits(
             wall=min(time.monotonic() + WALL_PER_CPU * seconds + SLACK, self.deadline),
             cpu=cpu_at_start + seconds + CPU_SLACK,
-            cpu_left=self.limits.cpu_seconds - self.cpu_before,
+            cpu_left=self._budget.cpu_seconds - (self.cpu_used() - cpu_at_start),
             seconds=seconds,
         )
         reply = self._read_line(limits)
         try:
-            decoded = channel.decode(reply)
-        except channel.ChannelError as err:
-            self._fail()
-            raise WorkerGone(f"the worker's reply broke the channel's format ({err})") from None
+            decoded = channel.from_line(reply)
+        except channel.ChannelError:
+            self.close()
+            raise WorkerGone("the worker's reply broke the channel's format") from None
         if decoded.get("id") != ident or not isinstance(decoded.get("ok"), bool):
-            self._fail()
+            self.close()
             raise WorkerGone("the worker's reply did not answer the request")
         return decoded
-
-    def _fail(self) -> None:
-        self.close()
 
     def _past(self, limits: _Limits, *, look: bool) -> str | None:
         """The limit the worker is past while it has not answered, or None."""
         cpu = self.worker_cpu(look=look)
         if cpu >= limits.cpu_left:
-            return f"the submission's CPU time limit of {self.limits.cpu_seconds:g} s"
+            return f"the submission's CPU time limit of {self._budget.cpu_seconds:g} s"
         if cpu >= limits.cpu:
             return f"the request's CPU time limit of {limits.seconds:g} s"
         if time.monotonic() >= limits.wall:
             if limits.wall >= self.deadline:
-                return f"the submission's wall-clock limit of {self.wall_seconds:g} s"
+                return f"the submission's wall-clock limit of {self._budget.wall_seconds:g} s"
             backstop = WALL_PER_CPU * limits.seconds + SLACK
             return f"the request's wall-clock backstop of {backstop:g} s (it computed nothing)"
         return None
@@ -319,25 +339,29 @@ class Session:
         waited = False
         while (end := self._buf.find(b"\n", scanned)) < 0:
             scanned = len(self._buf)
-            past = self._past(limits, look=waited)
-            if past:
-                self._fail()
-                raise WorkerGone(f"no answer within {past}")
-            left = limits.wall - time.monotonic()
-            ready, _, _ = select.select([self._from_worker], [], [], max(0.0, min(left, POLL)))
-            waited = not ready
+            # what has arrived is read first: a limit is judged only when nothing is waiting
+            ready, _, _ = select.select([self._from_worker], [], [], 0)
             if not ready:
-                if self.proc is not None and self.proc.poll() is not None:
-                    self._fail()
-                    raise WorkerGone("the worker ended")
-                continue
+                past = self._past(limits, look=waited)
+                if past:
+                    self.close()
+                    raise WorkerGone(f"no answer within {past}")
+                left = limits.wall - time.monotonic()
+                wait = max(0.0, min(left, POLL))
+                ready, _, _ = select.select([self._from_worker], [], [], wait)
+                waited = not ready
+                if not ready:
+                    if self.proc is not None and self.proc.poll() is not None:
+                        self.close()
+                        raise WorkerGone("the worker ended")
+                    continue
             chunk = os.read(self._from_worker, 1 << 20)
             if not chunk:
-                self._fail()
+                self.close()
                 raise WorkerGone("the worker ended")
             self._buf += chunk
             if len(self._buf) > channel.MAX_MESSAGE:
-                self._fail()
+                self.close()
                 raise WorkerGone("the worker sent more than the channel's message limit")
         line = bytes(self._buf[:end])
         del self._buf[: end + 1]
@@ -348,3 +372,12 @@ class Session:
         reply = self.request({"op": "cell", "source": source, "seconds": seconds}, seconds)
         self.ran.append(source)  # a cell that hung or killed the worker is not replayed
         return reply
+
+
+def _high(fd: int) -> int:
+    """The same open file on a descriptor above 9, clear of the standard streams."""
+    import fcntl
+
+    new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return new

@@ -1,8 +1,8 @@
 """The untrusted worker: runs one student's notebook and answers the grader's calls with plain data.
 
-This file runs **inside the sandbox** (:mod:`attnlib.grading.sandbox`), as
-``python -I worker.py STAGE IN OUT``, with the channel on the file descriptors
-IN (requests) and OUT (replies). It shares its process with the student's code, so
+This file runs **inside the sandbox** (:mod:`attnlib.grading.sandbox`), from the
+staged zip of attnlib, as ``python -I attnlib.zip IN OUT``, with the channel on the
+file descriptors IN (requests) and OUT (replies). It shares its process with the student's code, so
 nothing here is trusted: whatever it replies is treated by the grader as the
 student's answer and nothing more. It knows no test, no expected value and no
 seed; it runs the cells it is sent, calls the functions it is asked to call, and
@@ -54,10 +54,22 @@ def _timed(seconds: float, fn: Any, *args: Any, **kwargs: Any) -> Any:
         signal.setitimer(signal.ITIMER_PROF, 0)
 
 
-def _describe_error(err: BaseException) -> tuple[str, str]:
+def _describe_error(err: BaseException) -> dict[str, Any]:
+    """What the learner's code raised: its type's name, its message, and the built-in
+    exception types it is (``ValueError`` for a subclass of ValueError, not for a class of the
+    notebook's own that is merely called so)."""
     if isinstance(err, _TimeUp):
-        return "TimeoutError", "ran longer than its time limit; is there an endless loop?"
-    return type(err).__name__, str(err)
+        return {
+            "type": "TimeoutError",
+            "message": "ran longer than its time limit; is there an endless loop?",
+            "types": ["TimeoutError"],
+        }
+    try:
+        message = str(err)
+    except BaseException:  # a __str__ that raises: the type is all there is to say
+        message = ""
+    kinds = [c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins"]
+    return {"type": type(err).__name__[:100], "message": message[:2000], "types": kinds[:20]}
 
 
 def to_plain(x: Any, channel: Any, depth: int = 0) -> Any:
@@ -81,6 +93,11 @@ def to_plain(x: Any, channel: Any, depth: int = 0) -> Any:
         return channel.array(tuple(t.shape), str(t.dtype), flat)
     if isinstance(x, np.ndarray | np.generic):
         arr = np.asarray(x)
+        if arr.dtype.kind == "O" and arr.size <= channel.MAX_ELEMENTS:
+            try:  # an object array of numbers (what np.array(list_of_floats, dtype=object) is)
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                return {"object": "numpy array of dtype object"}
         if arr.dtype.kind not in "biuf":
             return {"object": f"numpy array of dtype {arr.dtype}"}
         if arr.size > channel.MAX_ELEMENTS:
@@ -171,8 +188,7 @@ class Worker:
             err = timeout
         value = {"seconds": round(time.perf_counter() - start, 3)}
         if err is not None:
-            kind, text = _describe_error(err)
-            return {"ok": False, "error": {"type": kind, "message": text[:2000]}, "value": value}
+            return {"ok": False, "error": _describe_error(err), "value": value}
         return {"ok": True, "value": value}
 
     def call(self, msg: dict[str, Any]) -> Any:
@@ -238,10 +254,10 @@ class Worker:
     def serve(self, read: Any, write: Any) -> None:
         channel = self.channel
         for line in read:
-            msg = channel.decode(line)
+            msg = channel.from_line(line)
             op, ident = msg.get("op"), msg.get("id")
             if op == "bye":
-                write(channel.encode({"id": ident, "ok": True, "value": None}))
+                write(channel.to_line({"id": ident, "ok": True, "value": None}))
                 return
             try:
                 if op == "cell":
@@ -250,13 +266,12 @@ class Worker:
                     handler = {"call": self.call, "new": self.new, "state": self.state}[op]
                     reply = {"ok": True, "value": handler(msg)}
             except BaseException as err:  # the learner's code: anything it raises is an answer
-                kind, text = _describe_error(err)
-                reply = {"ok": False, "error": {"type": kind, "message": text[:2000]}}
+                reply = {"ok": False, "error": _describe_error(err)}
             reply["id"] = ident
             try:
-                line_out = channel.encode(reply)
+                line_out = channel.to_line(reply)
             except (ValueError, TypeError) as err:
-                line_out = channel.encode(
+                line_out = channel.to_line(
                     {
                         "id": ident,
                         "ok": False,
@@ -270,14 +285,13 @@ class Worker:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point in the sandbox: ``worker.py STAGE IN OUT`` (STAGE holds the staged attnlib)."""
-    sys.path.insert(0, argv[1])
+    """Entry point in the sandbox: ``attnlib.zip IN OUT`` (the zip's ``__main__`` calls it)."""
     quiet = os.open(os.devnull, os.O_WRONLY)  # the learner's prints and warnings go nowhere
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
     from attnlib.grading import channel
 
-    in_fd, out_fd = int(argv[2]), int(argv[3])
+    in_fd, out_fd = int(argv[-2]), int(argv[-1])
     reader = os.fdopen(in_fd, "rb", buffering=0)
     out = os.fdopen(out_fd, "wb", buffering=0)
 
@@ -297,7 +311,3 @@ def main(argv: list[str]) -> int:
 
     Worker(channel).serve(lines(), write)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv))

@@ -30,7 +30,7 @@ from fixtures.variants_torch import EXERCISE, VARIANTS
 
 SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
 QUESTIONS = {q.name: q for q in EXERCISES[EXERCISE].questions}
-SEED = "torch-test"
+SEED = "torch-test-0d6b3f9e2a4c8157"
 
 
 # --------------------------------------------------------------------------- the checks, in process
@@ -43,8 +43,8 @@ class _LocalSession:
 
     def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
         out: list[bytes] = []
-        self.worker.serve([channel.encode({**message, "id": 1}).rstrip(b"\n")], out.append)
-        return channel.decode(out[0].rstrip(b"\n"))
+        self.worker.serve([channel.to_line({**message, "id": 1}).rstrip(b"\n")], out.append)
+        return channel.from_line(out[0].rstrip(b"\n"))
 
 
 def _run(question: str, namespace: dict[str, Any], seed: str = SEED) -> dict[str, str | None]:
@@ -159,8 +159,49 @@ def test_a_parameter_missing_or_of_the_wrong_shape_is_named():
 def test_an_untrained_model_with_the_course_attention_gets_nothing_for_question_2():
     task = make_task("reverse", **ex4.TASK)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **ex4.SIZES, seed=0)
-    got = _run("q2_trained", {"model": model})
+    got = _run("q2_trained", {"model": model, "MyAdditiveAttention": AdditiveAttention})
     assert "but it is AdditiveAttention" in str(got["your module in the decoder"])
+    assert "held-out strings exactly; 80% are needed" in str(got["held-out exact match"])
+
+
+class _Zeros(nn.Module):
+    """The skeleton's layers, but attention that returns zeros (no scores, no context)."""
+
+    def __init__(self, d_s, d_h, d_a):
+        super().__init__()
+        self.W_a = nn.Linear(d_s, d_a, bias=False)
+        self.U_a = nn.Linear(d_h, d_a, bias=False)
+        self.v_a = nn.Linear(d_a, 1, bias=False)
+
+    def precompute(self, h):
+        return torch.zeros(*h.shape[:-1], self.U_a.out_features)
+
+    def scores(self, s_prev, keys):
+        return torch.zeros(keys.shape[:2])
+
+    def forward(self, s_prev, h, mask=None):
+        return torch.zeros(h.shape[0], h.shape[2]), torch.zeros(h.shape[:2])
+
+
+@pytest.mark.slow
+def test_weights_trained_with_the_course_module_earn_nothing_with_a_module_of_zeros():
+    """The held-out strings are decoded with the learner's module as the attention: weights
+    trained elsewhere with the course's AdditiveAttention, copied into a module whose scores
+    are all zero, decode next to nothing (before, the grader decoded them with its own
+    module, and they earned the points)."""
+    from attnlib.train import train
+
+    task = make_task("reverse", **ex4.TASK)
+    torch.manual_seed(0)
+    model = make_seq2seq(task.src_vocab, task.tgt_vocab, **ex4.SIZES, seed=0)
+    train(model, task, steps=600, batch_size=32, lr=1e-2, target=0.9, eval_every=50, progress=False)
+    trained = model.decoder.attention.state_dict()
+    fake = _Zeros(ex4.SIZES["d_s"], 2 * ex4.SIZES["hidden"], ex4.SIZES["d_a"])
+    fake.load_state_dict(trained)
+    model.decoder.attention = fake
+    right = _run("q2_trained", {"model": model, "MyAdditiveAttention": AdditiveAttention})
+    assert right["held-out exact match"] is None  # the course's module: the weights are good
+    got = _run("q2_trained", {"model": model, "MyAdditiveAttention": _Zeros})
     assert "held-out strings exactly; 80% are needed" in str(got["held-out exact match"])
 
 

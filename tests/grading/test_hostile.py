@@ -1,16 +1,17 @@
 """The sandboxed grader against hostile submissions: no attack earns a point or leaves a trace.
 
 One folder (tests/fixtures/hostile.py) holds every attack on exercise 1, the fair-but-odd
-notebooks that must keep full marks, and the odd filesystem entries; it is graded once, with
-the seed in the grader's environment, two jobs at a time, while this process listens on
-loopback for anything a submission sends. The tests then read the gradebook (a score per
-question, what each attack's own log says happened), the folder (byte for byte, entry for
-entry), the host folders the attacks aimed at, the processes left, and the gradebook again
-two seconds later (a window in which a process that escaped would show; the processes
-themselves are listed right after grading).
+notebooks that must keep full marks, the odd filesystem entries and the entries that are not
+students; it is graded once, with the seed in the grader's environment, two jobs at a time,
+while this process listens on loopback for anything a submission sends. The tests then read
+the gradebook (a score per question, notes that carry no text of the learner's), the
+instructor's details file (what each attack's own log says happened), the folder (byte for
+byte, entry for entry), the host folders the attacks aimed at, the processes left, and the
+gradebook again two seconds later (a window in which a process that escaped would show; the
+processes themselves are listed right after grading).
 
-Tests marked ``slow`` grade notebooks (the folder takes about a minute at ``jobs=2``); the
-tests of the grader's refusal without a sandbox are fast.
+Tests marked ``slow`` grade notebooks (the folder takes a minute or two at ``jobs=2``); the
+module is one xdist group, so that its one grading run is shared by all of its tests.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ from typing import Any
 import psutil
 import pytest
 
-from attnlib.grading import grader, sandbox
+from attnlib.grading import grader, reader, sandbox
 from attnlib.grading.__main__ import main as cli
 from fixtures import hostile as hx
 
+pytestmark = pytest.mark.xdist_group("hostile")
+
 SEED = f"hostile-seed-{uuid.uuid4().hex}"  # in the grader's environment, never in a worker's
+STRONG = "tests-seed-2b7e151628aed2a6abf7158809cf4f3c"  # a fixed seed of 128 bits
 #: What one submission may use here. A spinning worker is stopped by CPU time, which load
 #: cannot move (the course's default is 300 s; every case but the spinners uses under 5 s).
 LIMITS = sandbox.Limits(cpu_seconds=20)
@@ -54,6 +58,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CASES = hx.cases()
 BY_NAME = {c.student: c for c in CASES}
 QUESTIONS = (hx.Q1, hx.Q2)
+STUDENTS = [c.student for c in CASES if c.kind != "ignored"]
+SHOWN = grader.display_names(STUDENTS)
+#: Marks of the learner's own text: none may reach the gradebook's notes.
+LEARNER_TEXT = ("report ", "ECHO", "found ", "hostile-canary", "_report")
 
 
 # =========================================================================== listeners
@@ -223,12 +231,25 @@ class Graded:
     survivors: list[str]
     survivors_later: list[str]
     received: list[tuple[str, bytes]]
+    details_bytes: bytes = b""
     signals: list[int] = field(default_factory=list)
 
     def table(self) -> dict[tuple[str, str], dict[str, str]]:
+        """(folder name, question) → its gradebook row."""
+        back = {shown: student for student, shown in SHOWN.items()}
         out = {}
         for row in csv.DictReader(io.StringIO(self.csv_bytes.decode("utf-8"))):
-            out[(_unquote(row["student"]), row["question"].rpartition(":")[2])] = row
+            student = back.get(_unquote(row["student"]), _unquote(row["student"]))
+            out[(student, row["question"].rpartition(":")[2])] = row
+        return out
+
+    def details(self) -> dict[tuple[str, str], list[str]]:
+        """(folder name, question) → the instructor's full messages of its failed checks."""
+        back = {shown: student for student, shown in SHOWN.items()}
+        out: dict[tuple[str, str], list[str]] = {}
+        for row in csv.DictReader(io.StringIO(self.details_bytes.decode("utf-8"))):
+            student = back.get(_unquote(row["student"]), _unquote(row["student"]))
+            out.setdefault((student, row["question"].rpartition(":")[2]), []).append(row["detail"])
         return out
 
 
@@ -243,6 +264,7 @@ def _canaries(targets: hx.Targets) -> list[str]:
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     base = tmp_path_factory.mktemp("hostile")
     submissions, gradebook = base / "submissions", base / "gradebook" / "gradebook.csv"
+    details = base / "details.csv"
     listeners = Listeners(base)
     targets = hx.Targets(
         submissions=str(submissions),
@@ -275,6 +297,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
                     jobs=2,
                     timeout=WALL_BACKSTOP,
                     limits=LIMITS,
+                    details=details,
                 )
             except grader.SandboxUnavailable as err:
                 pytest.fail(f"the hostile suite needs the sandbox: {err}")
@@ -300,6 +323,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
             survivors=survivors,
             survivors_later=leftovers(targets.token),
             received=list(listeners.received),
+            details_bytes=details.read_bytes(),
             signals=list(signals),
         )
     finally:
@@ -328,7 +352,7 @@ def test_every_cell_of_every_case_compiles():
 
 def test_the_cases_cover_every_kind_and_hostile_cases_answer_wrongly():
     kinds = {c.kind for c in CASES}
-    assert kinds == {"hostile", "fair", "fs"}
+    assert kinds == {"hostile", "fair", "rule", "fs", "ignored"}
     assert {hx.CONTROL, *hx.VISIBLE} <= {c.student for c in CASES if c.kind == "hostile"}
     for case in CASES:
         if case.kind == "hostile":
@@ -345,6 +369,9 @@ def _score(g: Graded, student: str, question: str) -> float:
 @pytest.mark.parametrize("student", [c.student for c in CASES])
 def test_each_case_scores_what_it_should(graded, student):
     case = BY_NAME[student]
+    if case.kind == "ignored":  # not a student: no row at all
+        assert not [k for k in graded.table() if k[0] == student], case.why
+        return
     got = {q: _score(graded, student, q) for q in QUESTIONS}
     notes = {q: graded.table()[(student, q)]["note"][:300] for q in QUESTIONS}
     assert got == case.expect, f"{student} ({case.why}): {notes}"
@@ -357,17 +384,21 @@ def _report(note: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("student", [c.student for c in CASES if c.report or c.note_has])
-def test_each_note_shows_what_the_attack_did_or_what_was_skipped(graded, student):
-    """The attack's own log, carried out in the note: proof that it ran, and what it got (for an
-    entry of the folder, the note names what was skipped)."""
+@pytest.mark.parametrize(
+    "student", [c.student for c in CASES if c.report or c.note_has or c.details_has]
+)
+def test_each_attack_shows_what_it_did_and_each_skipped_entry_is_named(graded, student):
+    """The attack's own log, carried out in the instructor's details: proof that it ran, and
+    what it got; for an entry of the folder, the gradebook's note names what was skipped."""
     case = BY_NAME[student]
-    table = graded.table()
+    table, details = graded.table(), graded.details()
     for text in case.note_has:
         assert text in table[(student, hx.Q1)]["note"], student
+    for text in case.details_has:
+        assert any(text in d for d in details.get((student, hx.Q1), [])), student
     if not case.report:
         return
-    log = _report(table[(student, hx.Q2)]["note"])
+    log = _report(" ".join(details.get((student, hx.Q2), [])))
     for label, want in case.report.items():
         assert label in log, f"{student}: {label} did not run ({log})"
         if want == "refused":
@@ -379,11 +410,26 @@ def test_each_note_shows_what_the_attack_did_or_what_was_skipped(graded, student
 @pytest.mark.slow
 @pytest.mark.parametrize("student", sorted(hx.VISIBLE))
 def test_each_visible_attack_reached_the_grader_and_still_scored_nothing(graded, student):
-    """Its note differs from the control's (zeros, no attack): the forged line, the lost worker,
-    the lying value did arrive, so the 0 is the grader's doing and not a fizzled attack."""
-    table = graded.table()
-    assert table[(student, hx.Q1)]["note"] != table[(hx.CONTROL, hx.Q1)]["note"]
+    """What the grader saw differs from the control's (zeros, no attack): the forged line, the
+    lost worker, the lying value did arrive, so the 0 is the grader's doing and not a fizzled
+    attack."""
+    table, details = graded.table(), graded.details()
+    seen = (table[(student, hx.Q1)]["note"], details.get((student, hx.Q1)))
+    control = (table[(hx.CONTROL, hx.Q1)]["note"], details.get((hx.CONTROL, hx.Q1)))
+    assert seen != control
     assert table[(hx.CONTROL, hx.Q1)]["note"]
+
+
+@pytest.mark.slow
+def test_no_note_carries_text_or_values_of_the_learners(graded):
+    """The learner's messages, exception names and returned values (which could carry the
+    hidden inputs back) reach the instructor's details, never the gradebook's notes."""
+    notes = [row["note"] for row in graded.table().values()]
+    assert not [n for n in notes if any(mark in n for mark in LEARNER_TEXT)]
+    echo = graded.details()[("h_echo", hx.Q1)]
+    assert any("ECHO [" in d for d in echo)  # the attack did hand its inputs back
+    assert "ECHO" not in graded.table()[("h_echo", hx.Q2)]["note"]
+    assert "raised ValueError" in graded.table()[("h_echo", hx.Q2)]["note"]
 
 
 @pytest.mark.slow
@@ -391,9 +437,20 @@ def test_one_row_per_student_and_question_including_the_empty_and_linked_folders
     rows = list(csv.DictReader(io.StringIO(graded.csv_bytes.decode("utf-8"))))
     keys = [(_unquote(r["student"]), r["question"].rpartition(":")[2]) for r in rows]
     assert len(keys) == len(set(keys))
-    assert set(keys) == {(c.student, q) for c in CASES for q in QUESTIONS}
+    assert set(keys) == {(SHOWN[s], q) for s in STUDENTS for q in QUESTIONS}
     assert {"fs_empty", "fs_link_folder"} <= {k[0] for k in keys}
     assert len(graded.rows) == len(rows)
+
+
+@pytest.mark.slow
+def test_names_that_look_alike_are_told_apart_in_the_gradebook(graded):
+    names = {_unquote(r["student"]) for r in csv.DictReader(io.StringIO(graded.csv_bytes.decode()))}
+    assert {"twin\\n", "twin\\r"} <= names  # the line feed and carriage return, escaped
+    nfc, nfd = SHOWN["Jos\u00e9"], SHOWN["Jose\u0301"]
+    assert nfc != nfd
+    assert {nfc, nfd} <= names
+    assert "\\xe9" in nfc  # each followed by the code points that tell it apart
+    assert "\\u0301" in nfd
 
 
 @pytest.mark.slow
@@ -418,7 +475,8 @@ def test_the_submissions_folder_is_unchanged_byte_for_byte(graded):
 def test_no_file_the_attacks_aimed_at_the_host_exists(graded):
     assert graded.canaries_before == []
     assert graded.canaries_after == []
-    assert graded.gradebook_dir == [graded.gradebook.name]
+    journal = graded.gradebook.name + ".journal"
+    assert graded.gradebook_dir == sorted([graded.gradebook.name, journal])
 
 
 @pytest.mark.slow
@@ -468,7 +526,7 @@ def test_grade_refuses_when_the_sandbox_cannot_run_and_says_why(tmp_path, monkey
     monkeypatch.setattr(sandbox, "problem", lambda: "user namespaces are off (a test says so)")
     out = tmp_path / "gradebook.csv"
     with pytest.raises(grader.SandboxUnavailable) as info:
-        grader.grade(_folder(tmp_path), out, seed="s", jobs=2)
+        grader.grade(_folder(tmp_path), out, seed=STRONG, jobs=2)
     assert "user namespaces are off (a test says so)" in str(info.value)
     assert "--no-sandbox" in str(info.value)
     assert not out.exists()
@@ -483,13 +541,13 @@ def test_without_bwrap_on_the_path_the_reason_names_bubblewrap(tmp_path, monkeyp
     assert reason is not None
     assert "bubblewrap" in reason
     with pytest.raises(grader.SandboxUnavailable, match="--no-sandbox"):
-        grader.grade(_folder(tmp_path), tmp_path / "gradebook.csv", seed="s")
+        grader.grade(_folder(tmp_path), tmp_path / "gradebook.csv", seed=STRONG)
 
 
 def test_the_command_line_exits_2_and_says_why(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sandbox, "problem", lambda: "user namespaces are off (a test says so)")
     out = tmp_path / "gradebook.csv"
-    code = cli(["grade", str(_folder(tmp_path)), "-o", str(out), "--seed", "s"])
+    code = cli(["grade", str(_folder(tmp_path)), "-o", str(out), "--seed", STRONG])
     err = capsys.readouterr().err
     assert code == 2
     assert "user namespaces are off (a test says so)" in err
@@ -504,7 +562,7 @@ def test_the_command_line_without_bwrap_on_the_path_exits_2(tmp_path):
     out = tmp_path / "gradebook.csv"
     proc = subprocess.run(
         [sys.executable, "-m", "attnlib.grading", "grade", str(_folder(tmp_path)), "-o", str(out)],
-        env={"PATH": str(empty), "HOME": str(tmp_path), grader.SEED_ENV: "s", "LANG": "C.UTF-8"},
+        env={"PATH": str(empty), "HOME": str(tmp_path), grader.SEED_ENV: STRONG, "LANG": "C.UTF-8"},
         capture_output=True,
         text=True,
         timeout=900,  # a backstop: the command ends in seconds
@@ -543,7 +601,7 @@ def _two_students(tmp_path: Path, bad_cells: list[str]) -> tuple[Path, Path]:
 def test_one_notebook_the_grader_cannot_handle_costs_only_its_own_points(tmp_path, bad_cell):
     """A notebook's content must never stop the batch: the others are graded, it scores 0."""
     subs, out = _two_students(tmp_path, [bad_cell])
-    rows = grader.grade(subs, out, seed="s", jobs=2, timeout=WALL_BACKSTOP, limits=LIMITS)
+    rows = grader.grade(subs, out, seed=STRONG, jobs=2, timeout=WALL_BACKSTOP, limits=LIMITS)
     scores = {(r["student"], r["question"].rpartition(":")[2]): r["score"] for r in rows}
     assert scores == {
         ("bad", hx.Q1): 0.0,
@@ -557,10 +615,11 @@ _RACE = """
 import os, subprocess, sys
 from pathlib import Path
 from attnlib.grading import grader
+from attnlib.grading.questions import EXERCISES
 
 held = set()
 
-def hold():  # fds 3 and 4 belong to another part of this program (another job's files)
+def hold():  # fds 3 and 4 belong to another part of this program (another session's files)
     while not {3, 4} <= held:
         fd = os.open(os.devnull, os.O_RDONLY)
         if fd > 4:
@@ -581,19 +640,19 @@ def fork_exec(*args):
 
 hold()
 subprocess._fork_exec = fork_exec
-rows = grader.grade(Path(sys.argv[1]), Path(sys.argv[2]), seed="s", jobs=1)
-print(sum(r["score"] for r in rows))
+results = grader.grade_notebook(
+    Path(sys.argv[1]).read_bytes(), EXERCISES["01_masked_softmax"], sys.argv[2], student="ana"
+)
+print(sum(r.score for r in results.values()))
 """
 
 
 @pytest.mark.slow
 def test_a_worker_starts_whatever_fds_3_and_4_are_in_the_grader(tmp_path):
-    """With jobs=2, one job's temporary descriptors come and go while the other starts a
-    worker; the start must not depend on fds 3 and 4 being open in the grader then."""
-    subs = _folder(tmp_path)
-    out = tmp_path / "gradebook.csv"
+    """A process that grades may have other descriptors coming and going while it starts a
+    worker; the start must not depend on fds 3 and 4 being open in it then."""
     proc = subprocess.run(
-        [sys.executable, "-c", _RACE, str(subs), str(out)],
+        [sys.executable, "-c", _RACE, str(hx.SOLUTION), STRONG],
         capture_output=True,
         text=True,
         timeout=900,  # a backstop: the command ends in seconds
@@ -601,3 +660,61 @@ def test_a_worker_starts_whatever_fds_3_and_4_are_in_the_grader(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-600:]
     assert proc.stdout.strip() == "8.0"
+
+
+# =========================================================================== the grader's process
+_PARSE = """
+import json, resource, sys
+from pathlib import Path
+from attnlib.grading import grader
+folder = Path(sys.argv[1])
+(entry,) = grader.scan(folder).notebooks
+read = grader._read_entry(folder, entry, sources=True)
+assert "error" not in read, read
+hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0]
+print(json.dumps({
+    "self": int(hwm.split()[1]),  # this process's own peak (getrusage keeps its parent's fork)
+    "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    "code": sum(len(c["source"]) for c in read["cells"]),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_grader_parses_no_notebook_in_its_own_process(tmp_path):
+    """Three code cells of 0.9 MB of statements (a parse takes hundreds of MB each) are read
+    by the reader, a child process with limits: the grader's own peak memory stays that of a
+    process that has only imported the grader."""
+    nb = json.loads(hx.SOLUTION.read_text())
+    dense = "_x = 1\n" * 130_000  # 0.9 MB, under the reader's 1 MB per cell
+    nb["cells"] += [hx._code(dense) for _ in range(3)]
+    (tmp_path / "subs" / "ana").mkdir(parents=True)
+    (tmp_path / "subs" / "ana" / f"{hx.EXERCISE}.ipynb").write_text(json.dumps(nb))
+    proc = subprocess.run(
+        [sys.executable, "-c", _PARSE, str(tmp_path / "subs")],
+        capture_output=True,
+        text=True,
+        timeout=900,  # a backstop: the reading takes seconds
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-800:]
+    used = json.loads(proc.stdout)
+    assert used["code"] > 3 * len(dense) - 1
+    assert used["children"] > 200_000  # kB: the parse did cost (300 MB a cell), in the reader
+    assert used["self"] < 150_000  # kB: not in the grader (which has imported numpy, no more)
+
+
+@pytest.mark.slow
+def test_a_reader_out_of_its_limits_costs_only_that_notebook():
+    """A notebook the reader cannot parse within its memory (JSON of 40 million empty lists)
+    is reported as not readable, with why; the reader's limits are what stopped it."""
+    chunk = b"[]," * (1 << 20)
+
+    def feed(write):
+        write(b'{"cells": [], "x": [')
+        for _ in range(40):
+            write(chunk)
+        write(b"[]]}")
+
+    got = reader.run(feed)
+    assert got["error"].startswith("not readable within the reader's limits")

@@ -291,7 +291,7 @@ def _case(decorator: str, body: str = "assert x == 1", params: str = "x") -> str
 def test_a_test_file_runs_without_otter_and_reports_a_bare_assert_by_its_line():
     source = HEADER + "points = None\n" + _case("points=2, failure_message='x must be 1'")
     source += _case("points=1", "assert env['x'] + 1 == 2", "env")
-    grader = g.notebook.Exercise("mine", {"q": source})
+    grader = g.notebook.NotebookChecks("mine", {"q": source})
     ok = grader.check("q", {"x": 1})
     assert (ok.score, ok.possible, ok.status) == (3, 3, "passed")
     bad = grader.check("q", {"x": 2})
@@ -334,7 +334,7 @@ def test_a_test_file_runs_without_otter_and_reports_a_bare_assert_by_its_line():
 )
 def test_a_test_file_it_cannot_read_is_refused_with_a_reason(source, error, match):
     with pytest.raises(error, match=match):
-        g.notebook.Exercise("mine", {"q": source})
+        g.notebook.NotebookChecks("mine", {"q": source})
 
 
 @pytest.mark.parametrize(
@@ -359,7 +359,10 @@ def test_points_are_shared_among_cases_as_otter_shares_them(total, given):
     source += "".join(
         _case("" if p is None else f"points={p}", body=f"pass  # {k}") for k, p in enumerate(given)
     )
-    ours = [c.points for c in g.notebook.Exercise("mine", {"q": source}).check("q", {"x": 1}).cases]
+    ours = [
+        c.points
+        for c in g.notebook.NotebookChecks("mine", {"q": source}).check("q", {"x": 1}).cases
+    ]
     assert ours == pytest.approx(theirs)
 
 
@@ -425,3 +428,20 @@ def test_the_checks_pass_and_fail_every_answer_as_otter_does(variant):
                 assert case.detail  # what the assertion said
         if failed:
             assert ours.status == "failed", repr(ours)
+
+
+def _fair_variants() -> list:
+    from fixtures import variants as fv
+
+    return list(fv.FAIR)
+
+
+@pytest.mark.parametrize("variant", _fair_variants(), ids=lambda v: v.label)
+def test_an_answer_the_grader_gives_full_marks_passes_its_public_checks(variant):
+    # the learner's green check and the grader's verdict agree on every fair answer (one that
+    # returns a list for a pair, say: the public check of exercise 7 used to refuse it)
+    from fixtures import variants as fv
+
+    env = _solution_namespace(variant.exercise, (fv.defined_name(variant), variant.answer))
+    result = g.student_notebook(variant.exercise).check(variant.question, env)
+    assert result.passed, repr(result)

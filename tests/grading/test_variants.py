@@ -1,17 +1,20 @@
 """The grader tells wrong answers from right ones: a mutant loses points, a fair variant none.
 
-Two halves. The fast one runs the checks of exercises 1, 2, 3, 5 and 7 in this process, on a
-:class:`FakeProbe` that calls the answers directly but passes every argument and every
-result through the same plain-data channel as the sandboxed worker: the solution passes every
+Two halves. The fast one runs the checks of every exercise whose source imports no torch in
+this process, on a :class:`FakeProbe` that calls the answers directly but passes every argument
+and every result through the same plain-data channel as the sandboxed worker, each question in
+the attnlib it is graded with (for a question that asks the learner to write the answer, every
+name of attnlib is a stand-in that raises, as in the sandbox): the solution passes every
 check for several seeds, the public checks use fixed inputs and the hidden ones draw theirs
-from the seed, and every variant of ``fixtures/variants.py`` does what it should. The slow
-one materialises every variant into one folder and grades it once, for real (sandbox,
-switched-off references), with :func:`attnlib.grading.grader.grade`. Exercise 4's torch
+from the seed and the student, and every variant of ``fixtures/variants.py`` does what it
+should. The slow one materialises every variant into one folder and grades it once, for real
+(sandbox, the staged attnlibs), with :func:`attnlib.grading.grader.grade`. Exercise 4's torch
 variants are tests/grading/test_grading_torch.py's.
 """
 
 from __future__ import annotations
 
+import builtins
 import csv
 import re
 import types
@@ -31,14 +34,15 @@ from fixtures import variants as fv
 # exercise 4's variants train a model each: tests/grading/test_grading_torch.py grades them
 ALL = list(fv.VARIANTS)
 USES = fv.USES
-NUMPY_EXERCISES = (
-    "01_masked_softmax",
-    "02_additive_score",
-    "03_context_entropy",
-    "05_spot_the_error",
-    "07_scaled_dot_product",
+#: The exercises graded here in process: those whose source imports no torch (a new one joins)
+NUMPY_EXERCISES = tuple(
+    name
+    for name in EXERCISES
+    if "import torch" not in (fv.ROOT / "exercises" / "source" / f"{name}.ipynb").read_text()
 )
 SEEDS = ("alpha", "beta", "gamma", "delta", "epsilon")
+#: The seed of the sandboxed runs (the grader refuses one of fewer than 64 bits).
+GRADING_SEED = "variants-test-4d1f9a0c7e2b8356"
 
 
 def _id(v: fv.Variant) -> str:
@@ -48,7 +52,7 @@ def _id(v: fv.Variant) -> str:
 # =========================================================================== in process
 def _through_channel(value: Any) -> Any:
     """The value as the other side reads it: encoded to a line of JSON and decoded."""
-    return channel.decode(channel.encode({"value": value}))["value"]
+    return channel.from_line(channel.to_line({"value": value}))["value"]
 
 
 class FakeProbe:
@@ -82,7 +86,10 @@ class FakeProbe:
                     **{k: worker.from_plain(v) for k, v in sent["kwargs"].items()},
                 )
         except Exception as err:
-            raise cases.Fail(f"{target} raised {type(err).__name__}: {err}") from None
+            kinds = [c.__name__ for c in type(err).__mro__ if c.__module__ == "builtins"]
+            raise cases.Fail(
+                f"{target} raised {type(err).__name__}: {err}", kind="raised", raised=kinds
+            ) from None
         return _through_channel(worker.to_plain(out, channel))
 
     def new(self, target: str, *args: Any, weights: dict[str, Any] | None = None) -> str:
@@ -91,20 +98,35 @@ class FakeProbe:
     def state(self, target: str, parts: Any = ()) -> dict[str, Any]:
         raise NotImplementedError("the numpy exercises create no module")
 
+    def own(self) -> FakeProbe:
+        return self
 
-def _switched_off_view(exercise: cases.Exercise) -> types.SimpleNamespace:
-    """``import attnlib as al`` as the sandbox stages it: the exercise's references raise."""
-    names = {n.split(".", 1)[1] for n in exercise.switched_off if n.startswith("core.")}
 
-    def off(name: str) -> Any:
-        def raiser(*args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError(f"attnlib's core.{name} is switched off")
+class _Absent(types.ModuleType):
+    """attnlib as the worker of a question the learner writes sees it: every name a stand-in
+    that raises NotImplementedError when called (attnlib/grading/sandbox.py, the own stage)."""
 
-        return raiser
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Absent(f"{self.__name__}.{name}")
 
-    return types.SimpleNamespace(
-        **{n: off(n) if n in names else getattr(attnlib, n) for n in attnlib.__all__}
-    )
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{self.__name__} is not available while this is graded")
+
+
+def _own_import(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+) -> Any:
+    """``__import__`` in the worker without attnlib: any module of attnlib is a stand-in."""
+    if name == "attnlib" or name.startswith("attnlib."):
+        node: Any = _Absent("attnlib")
+        if not fromlist:
+            return node
+        for part in name.split(".")[1:]:
+            node = getattr(node, part)
+        return node
+    return builtins.__import__(name, globals, locals, fromlist, level)
 
 
 def _solution_cells(exercise: str) -> dict[str, str]:
@@ -117,31 +139,35 @@ def _solution_cells(exercise: str) -> dict[str, str]:
     return out
 
 
-def _namespace(exercise: str, replace: fv.Variant | None = None) -> dict[str, Any]:
-    """The answers of the solution, one replaced by a variant, run in a fresh namespace."""
-    view = _switched_off_view(EXERCISES[exercise])
-    ns: dict[str, Any] = {"np": np, "al": view}
+def _namespace(exercise: str, own: bool, replace: fv.Variant | None = None) -> dict[str, Any]:
+    """The answers of the solution, one replaced by a variant, run in a fresh namespace: with
+    attnlib absent (``own``: every name of it a stand-in that raises) or all of it there."""
+    ns: dict[str, Any] = {"np": np}
+    if own:
+        ns["__builtins__"] = {**vars(builtins), "__import__": _own_import}
+        ns["al"] = _Absent("attnlib")
+    else:
+        ns["al"] = attnlib
     for question, source in _solution_cells(exercise).items():
         if replace is not None and replace.question == question:
             source = replace.answer
         exec(compile(source, f"<{exercise}:{question}>", "exec"), ns)
-        if ns.get("al") is attnlib:  # the cell imported attnlib itself: the staged one
-            ns["al"] = view
     return ns
 
 
 def _grade_in_process(
-    exercise: str, seed: str, replace: fv.Variant | None = None
+    exercise: str, seed: str, replace: fv.Variant | None = None, student: str = "ana"
 ) -> dict[str, tuple[float, list[str]]]:
     """Question → (score, notes), by the grader's rules, without a sandbox."""
     ex = EXERCISES[exercise]
-    probe = FakeProbe(_namespace(exercise, replace))
+    probes = {own: FakeProbe(_namespace(exercise, own, replace)) for own in (True, False)}
     out = {}
     for q in ex.questions:
+        probe = probes[not q.uses_attnlib]
         score, notes = 0.0, []
         for check in q.checks:
             try:
-                check.run(probe, cases.rng_for(seed, ex.name, q.name, check.name))
+                check.run(probe, cases.rng_for(seed, student, ex.name, q.name, check.name))
             except Exception as err:  # Fail, or a value the check could not use
                 notes.append(f"{check.name}: {type(err).__name__}: {err}")
             else:
@@ -186,15 +212,15 @@ def test_public_checks_are_the_notebooks_public_tests(exercise):
     assert public == _public_points(exercise)
 
 
-def _inputs(exercise: str, seed: str) -> dict[tuple[str, str], list[Any]]:
+def _inputs(exercise: str, seed: str, student: str = "ana") -> dict[tuple[str, str], list[Any]]:
     """(question, check) → every call the check made on the solution, as sent."""
     ex = EXERCISES[exercise]
-    ns = _namespace(exercise)
+    namespaces = {own: _namespace(exercise, own) for own in (True, False)}
     out = {}
     for q in ex.questions:
         for check in q.checks:
-            probe = FakeProbe(ns)
-            check.run(probe, cases.rng_for(seed, ex.name, q.name, check.name))
+            probe = FakeProbe(namespaces[not q.uses_attnlib])
+            check.run(probe, cases.rng_for(seed, student, ex.name, q.name, check.name))
             out[q.name, check.name] = probe.calls
     return out
 
@@ -209,19 +235,29 @@ def test_public_inputs_are_fixed_and_hidden_ones_come_from_the_seed(exercise):
 
 
 @pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
-def test_the_switched_off_references_exist_and_stage(exercise, tmp_path):
-    import importlib
+def test_each_student_meets_hidden_cases_of_their_own(exercise):
+    ana, bob = _inputs(exercise, "one seed", "ana"), _inputs(exercise, "one seed", "bob")
+    checks = {(q.name, c.name): c for q in EXERCISES[exercise].questions for c in q.checks}
+    for key, check in checks.items():
+        assert (ana[key] == bob[key]) == check.public, key
 
+
+@pytest.mark.parametrize("exercise", NUMPY_EXERCISES)
+def test_a_question_the_learner_writes_is_graded_where_attnlib_computes_nothing(exercise):
     ex = EXERCISES[exercise]
-    for qualified in ex.switched_off:
-        module, name = sandbox._split_qualified(qualified)
-        owner: Any = importlib.import_module(f"attnlib.{module}")
-        for part in name.split("."):
-            owner = getattr(owner, part, None)
-        assert callable(owner), qualified
-    staged = sandbox.stage(tmp_path, exercise, ex.switched_off)
-    text = "".join(p.read_text() for p in (staged / "attnlib").rglob("*.py"))
-    assert text.count("is switched off while") == len(ex.switched_off)
+    own = sandbox.stage(ex.name, ex.modules, ex.switched_off)
+    assert own.modules == ()  # these exercises need none of attnlib's modules
+    files = own.files()
+    assert sorted(files) == [
+        "__main__.py",
+        "attnlib/__init__.py",
+        "attnlib/grading/__init__.py",
+        "attnlib/grading/channel.py",
+        "attnlib/grading/worker.py",
+    ]
+    assert "def softmax" not in files["attnlib/__init__.py"]
+    course = sandbox.stage(ex.name)
+    assert {"core", "models", "transformer.qkv"} <= set(course.modules)
 
 
 def test_every_variant_is_one_distinct_answer():
@@ -282,7 +318,7 @@ def _grade(folder: Path, variants: list[fv.Variant], seed: str) -> dict[Any, Any
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Every variant, graded once in one folder."""
-    return _grade(tmp_path_factory.mktemp("variants"), ALL, "variants-test")
+    return _grade(tmp_path_factory.mktemp("variants"), ALL, GRADING_SEED)
 
 
 def _scores(book: dict[Any, Any], v: fv.Variant) -> dict[str, tuple[float, float, str]]:
@@ -311,8 +347,8 @@ def test_a_fair_variant_gets_full_marks(graded, variant):
 def test_fair_marks_do_not_depend_on_the_seed(graded, tmp_path):
     exercise = "05_spot_the_error"
     fair = [v for v in fv.FAIR if v.exercise == exercise]
-    other = _grade(tmp_path, fair, "another seed")
-    assert _inputs(exercise, "variants-test") != _inputs(exercise, "another seed")
+    other = _grade(tmp_path, fair, "another seed, 93b0e6c1a5f27d48")
+    assert _inputs(exercise, GRADING_SEED) != _inputs(exercise, "another seed, 93b0e6c1a5f27d48")
     for v in fair:
         assert _scores(other, v) == _scores(graded, v)
         assert all(score == total for score, total, _ in _scores(other, v).values())

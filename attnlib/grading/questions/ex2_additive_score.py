@@ -172,14 +172,4 @@ _Q2 = Question(
     ),
 )
 
-EXERCISE = Exercise(
-    "02_additive_score",
-    2,
-    (_Q1, _Q2),
-    switched_off=(
-        "core.additive_scores",
-        "core.attend",
-        "models.AdditiveAttention.scores",
-        "models.AdditiveAttention.forward",
-    ),
-)
+EXERCISE = Exercise("02_additive_score", 2, (_Q1, _Q2))

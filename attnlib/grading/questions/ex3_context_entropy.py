@@ -1,4 +1,9 @@
-"""Exercise 3, the context vector and the attention entropy: the grader's checks."""
+"""Exercise 3, the context vector and the attention entropy: the grader's checks.
+
+Questions 1 and 3 ask the learner to write ``context`` and ``entropy``: they are graded
+where attnlib holds none of its modules. Question 2 tells the learner to use attnlib's
+additive scores and softmax: it is graded where all of attnlib is there.
+"""
 
 from __future__ import annotations
 
@@ -175,6 +180,7 @@ _Q2 = Question(
             _q2_values,
         ),
     ),
+    uses_attnlib=True,  # "use attnlib": graded where all of attnlib is there
 )
 _Q3 = Question(
     "q3_entropy",
@@ -210,9 +216,4 @@ _Q3 = Question(
     ),
 )
 
-EXERCISE = Exercise(
-    "03_context_entropy",
-    3,
-    (_Q1, _Q2, _Q3),
-    switched_off=("core.context", "core.entropy", "core.attend", "models._softmax_context"),
-)
+EXERCISE = Exercise("03_context_entropy", 3, (_Q1, _Q2, _Q3))

@@ -7,11 +7,20 @@ comes back with the pure-Python references (:mod:`attnlib.grading.reference`)
 computed here from those same weights. Every draw keeps d_s, d_h, d_a, T_x and
 B different, so that no transposed or swapped map fits by accident.
 
-Question 2 reads the trained ``model`` back as plain arrays
-(:meth:`Probe.state`). Its first point rests on the worker's own report of the
+Question 1 asks the learner to write the module, so it is graded where attnlib
+computes nothing (:attr:`attnlib.grading.cases.Exercise.modules` is empty).
+
+Question 2 trains the model with attnlib's trainer, so it is graded where all of
+attnlib is there; the grader reads the trained ``model`` back as plain arrays
+(:meth:`Probe.state`). Its first point rests on that worker's own report of the
 class of ``model.decoder.attention``, which the learner's code could forge; its
-two other points do not: the grader loads the arrays into the course's own
-model, built here, and decodes strings the training never saw.
+two other points do not: the grader loads the arrays into the course's own model,
+built here, with one part replaced: its attention is **the learner's
+MyAdditiveAttention**, built in the worker without attnlib (:meth:`Probe.own`)
+with the trained W_a, U_a and v_a, whose ``precompute`` and ``scores`` the grader
+calls at every step while it decodes strings the training never saw. Weights
+trained with the course's module while the learner's returns zeros thus decode
+nothing; a correct module earns what it earns in training.
 """
 
 from __future__ import annotations
@@ -115,7 +124,7 @@ def _call(probe: Probe, handle: str, method: str, label: str, *args: Any) -> Any
         text = str(fail)
         if text.startswith(target):
             text = f"{method}({label})" + text[len(target) :]
-        raise Fail(text) from None
+        raise Fail(text, kind=fail.kind, note=fail.note, raised=fail.raised) from None
 
 
 def _forward(probe: Probe, handle: str, label: str, *args: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +145,8 @@ def _q1_shapes(probe: Probe, rng: np.random.Generator) -> None:
     if got != want:
         raise Fail(
             f"with B = {B}, T_x = {T_x}, d_s = {d_s}, d_h = {d_h}, d_a = {d_a}, (c, alpha) should "
-            f"have shapes {want}, but they have shapes {got}"
+            f"have shapes {want}, but they have shapes {got}",
+            kind="shape",
         )
 
 
@@ -230,15 +240,17 @@ def _q2_your_module(probe: Probe, rng: np.random.Generator) -> None:
     parts = probe.state("model", parts=["decoder.attention"]).get("parts")
     mro = parts.get("decoder.attention") if isinstance(parts, dict) else None
     if not isinstance(mro, list) or not mro or not all(isinstance(n, str) for n in mro):
-        raise Fail("the class of model.decoder.attention could not be read")
+        raise Fail("the class of model.decoder.attention could not be read", kind="type")
     if mro[0] != "MyAdditiveAttention":
         raise Fail(
-            f"model.decoder.attention should be your MyAdditiveAttention, but it is {mro[0][:100]}"
+            f"model.decoder.attention should be your MyAdditiveAttention, but it is {mro[0][:100]}",
+            note="model.decoder.attention is not your MyAdditiveAttention",
         )
     if "AdditiveAttention" in mro:
         raise Fail(
             "your MyAdditiveAttention is built on the course's AdditiveAttention: write it as an "
-            "nn.Module of your own"
+            "nn.Module of your own",
+            note="your MyAdditiveAttention is built on the course's AdditiveAttention",
         )
 
 
@@ -272,36 +284,72 @@ def _trusted_model(params: Any) -> Seq2Seq:
     task = _training_task()
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **SIZES, seed=0)  # type: ignore[arg-type]
     if not isinstance(params, dict):
-        raise Fail("the parameters of model could not be read")
+        raise Fail("the parameters of model could not be read", kind="type")
     want = model.state_dict()
     loaded = {}
     for name, ref in want.items():
         if name not in params and name.startswith("decoder.attention."):
             raise Fail(
                 f"the trained model has no parameter {name}: model.decoder.attention should be "
-                "your MyAdditiveAttention, with the layers W_a, U_a and v_a the skeleton creates"
+                "your MyAdditiveAttention, with the layers W_a, U_a and v_a the skeleton creates",
+                note="the trained model's attention lacks one of the layers W_a, U_a, v_a the "
+                "skeleton creates",
             )
         if name not in params:
             raise Fail(
                 f"the trained model has no parameter {name}: build it with make_seq2seq as the "
-                "cell does and replace only model.decoder.attention"
+                "cell does and replace only model.decoder.attention",
+                note="the trained model lacks a parameter of the course's model: build it with "
+                "make_seq2seq as the cell does",
             )
         got = as_array(params[name], name)
         if got.shape != tuple(ref.shape):
             raise Fail(
                 f"{name} has shape {got.shape}, the course's model expects {tuple(ref.shape)} "
                 f"(d_s = {SIZES['d_s']}, d_h = 2 x hidden = {2 * SIZES['hidden']}, "
-                f"d_a = {SIZES['d_a']})"
+                f"d_a = {SIZES['d_a']})",
+                kind="shape",
+                note="a parameter of the trained model has a shape the course's model does not "
+                "expect (use the sizes of SIZES)",
             )
         loaded[name] = torch.from_numpy(got).to(ref.dtype)
     extra = sorted(set(params) - set(want))
     if extra:
         raise Fail(
             f"the trained model has a parameter the course's model does not: {extra[0][:100]} "
-            "(MyAdditiveAttention holds W_a, U_a and v_a only)"
+            "(MyAdditiveAttention holds W_a, U_a and v_a only)",
+            note="the trained model has a parameter the course's model does not "
+            "(MyAdditiveAttention holds W_a, U_a and v_a only)",
         )
     model.load_state_dict(loaded)
     return model
+
+
+def _remote_attention(probe: Probe, handle: str) -> Any:
+    """An attention module for the course's decoder whose arithmetic is the learner's module
+    (``handle`` in the worker without attnlib): ``precompute`` and ``scores`` are its calls."""
+    import torch
+    from torch import nn
+
+    class Remote(nn.Module):
+        def _ask(self, method: str, want: tuple[int, ...], *args: Any) -> torch.Tensor:
+            plain = [Torch(a.detach().cpu().numpy()) for a in args]
+            got = as_array(_call(probe, handle, method, "during decoding", *plain), method)
+            if got.shape != want:
+                raise Fail(
+                    f"{method} returned shape {got.shape} while decoding, expected {want}",
+                    kind="shape",
+                )
+            return torch.from_numpy(got).to(torch.float32)
+
+        def precompute(self, h: torch.Tensor) -> torch.Tensor:
+            B, T_x, _ = h.shape
+            return self._ask("precompute", (B, T_x, SIZES["d_a"]), h)
+
+        def scores(self, s_prev: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+            return self._ask("scores", tuple(keys.shape[:2]), s_prev, keys)
+
+    return Remote()
 
 
 def _q2_held_out(probe: Probe, rng: np.random.Generator) -> None:
@@ -309,12 +357,21 @@ def _q2_held_out(probe: Probe, rng: np.random.Generator) -> None:
 
     params = probe.state("model").get("params")
     model = _trusted_model(params)
+    attn = model.decoder.attention
+    W, U, v = (
+        f32(attn.state_dict()[f"{k}.weight"].double().numpy()) for k in ("W_a", "U_a", "v_a")
+    )
+    own = probe.own()
+    handle = _build(own, W, U, v.reshape(-1))
+    model.decoder.attention = _remote_attention(own, handle)
     task = _held_out(int(rng.integers(1, 2**31)))
     exact = float(evaluate(model, task, "test").exact_match)
     if not exact >= PASS_MARK:
         raise Fail(
-            f"the trained model reverses {exact:.0%} of {len(task.test)} held-out strings "
-            f"exactly; {PASS_MARK:.0%} are needed"
+            f"the trained model, with your MyAdditiveAttention, reverses {exact:.0%} of "
+            f"{len(task.test)} held-out strings exactly; {PASS_MARK:.0%} are needed",
+            note=f"with your module as its attention, the trained model reverses less than "
+            f"{PASS_MARK:.0%} of the held-out strings exactly",
         )
 
 
@@ -367,21 +424,12 @@ _Q2 = Question(
         Check(
             "held-out exact match",
             2,
-            "the trained model should reverse at least 80 % of strings it never saw exactly; "
-            "train it with your module in place",
+            "the trained model, with your MyAdditiveAttention as its attention, should reverse "
+            "at least 80 % of strings it never saw exactly; train it with your module in place",
             _q2_held_out,
         ),
     ),
+    uses_attnlib=True,  # trained with attnlib's trainer; the module itself is the learner's
 )
 
-EXERCISE = Exercise(
-    "04_attention_module",
-    4,
-    (_Q1, _Q2),
-    switched_off=(
-        "models.AdditiveAttention.precompute",
-        "models.AdditiveAttention.scores",
-        "models.AdditiveAttention.forward",
-    ),
-    cell_seconds=120.0,
-)
+EXERCISE = Exercise("04_attention_module", 4, (_Q1, _Q2), cell_seconds=120.0)

@@ -1,4 +1,22 @@
-"""Exercise 5, debug an attention step: the grader's checks (public and hidden)."""
+"""Exercise 5, debug an attention step: the grader's checks (public and hidden).
+
+The step has four stages, and each fixed stage earns its point even where an earlier one is
+still wrong: the weights are checked against the softmax of the learner's own scores e, the
+context against the sum weighted by the learner's own weights. That holds only where the
+learner's value can tell a right stage from a wrong one: an e that is the same at every
+position makes every softmax uniform, and a uniform alpha makes every weighted sum the mean
+of the h_i. So the rule is
+
+* the weights are judged on the learner's e where that e varies over the positions (by more
+  than :data:`SPREAD`), else on the right e; in the large case on the learner's e where it
+  spans :data:`OVERFLOW` or more (a softmax that subtracts no maximum overflows there), else
+  that case cannot test the softmax and the normal case decides;
+* the context is judged on the learner's alpha where that alpha is not uniform (its entries
+  differ by more than :data:`SPREAD`), else on the right alpha.
+
+An answer that attends to nothing (e = 0, uniform alpha, the mean of the h_i) thus earns
+no point beyond the shapes.
+"""
 
 from __future__ import annotations
 
@@ -42,13 +60,24 @@ def _step(probe: Probe, params: Params) -> dict[str, Any]:
     return dict(zip(("e", "alpha", "c"), out, strict=True))
 
 
+SPREAD = 1e-3
+"""A (T_x,) value whose entries all lie within this of each other is treated as constant."""
+
+OVERFLOW = 1000.0
+"""The spread of scores at which exp of the largest overflows float64 (exp(710) does)."""
+
+
 def _vector(got: np.ndarray, T_x: int, name: str) -> list[float]:
     """The entries of a (T_x,) result that the next stage is checked against, or Fail."""
     if got.shape != (T_x,):
-        raise Fail(f"{name} should have shape ({T_x},), but it has shape {got.shape}")
+        raise Fail(f"{name} should have shape ({T_x},), but it has shape {got.shape}", kind="shape")
     if not all(math.isfinite(v) for v in got.tolist()):
-        raise Fail(f"{name} has NaN or inf entries: {got.tolist()}")
+        raise Fail(f"{name} has NaN or inf entries: {got.tolist()}", kind="nan")
     return got.tolist()
+
+
+def _spread(values: list[float]) -> float:
+    return max(values) - min(values)
 
 
 def _large_scores(rng: np.random.Generator) -> tuple[Params, tuple[int, int, int, int]]:
@@ -96,15 +125,22 @@ def _q1_scores(probe: Probe, rng: np.random.Generator) -> None:
 def _q1_weights(probe: Probe, rng: np.random.Generator) -> None:
     sizes = tuple(distinct_sizes(rng, 4))
     large, large_sizes = _large_scores(rng)
-    for params, (d_s, d_h, d_a, T_x), what in (
-        (_params(rng, *sizes), sizes, ""),
-        (large, large_sizes, ", scores near ±1600"),
+    for params, (d_s, d_h, d_a, T_x), least in (
+        (_params(rng, *sizes), sizes, SPREAD),
+        (large, large_sizes, OVERFLOW),
     ):
-        label = sizes_label(d_s, d_h, d_a, T_x) + what
+        label = sizes_label(d_s, d_h, d_a, T_x) + (", scores near ±1600" if least > 1 else "")
         out = _step(probe, params)
-        want = py_softmax(_vector(as_array(out["e"], "e"), T_x, f"e ({label})"))
+        e = _vector(as_array(out["e"], "e"), T_x, f"e ({label})")
+        right = py_additive_scores(*(p.tolist() for p in params))
+        if _spread(e) > least:
+            want, which = py_softmax(e), "your e"
+        elif least > 1:
+            continue  # your e never reaches the range where exp overflows: nothing to test here
+        else:
+            want, which = py_softmax(right), "the right e (yours is the same at every position)"
         expect_close(
-            as_array(out["alpha"], "alpha"), want, f"alpha, the softmax of your e ({label})"
+            as_array(out["alpha"], "alpha"), want, f"alpha, the softmax of {which} ({label})"
         )
 
 
@@ -114,14 +150,18 @@ def _q1_context(probe: Probe, rng: np.random.Generator) -> None:
     for sizes in ((n, n, m, k), (m, n, k, n)):
         params = _params(rng, *sizes)
         out = _step(probe, params)
-        weights = _vector(
-            as_array(out["alpha"], "alpha"), sizes[3], f"alpha ({sizes_label(*sizes)})"
-        )
+        label = sizes_label(*sizes)
+        weights = _vector(as_array(out["alpha"], "alpha"), sizes[3], f"alpha ({label})")
+        if _spread(weights) > SPREAD:
+            which = "your alpha"
+        else:  # uniform weights make any mix the mean of the h_i: judge on the right alpha
+            weights = py_softmax(py_additive_scores(*(p.tolist() for p in params)))
+            which = "the right alpha (yours is uniform)"
         want = py_context(weights, params[1].tolist())
         expect_close(
             as_array(out["c"], "c"),
             want,
-            f"c, the weighted sum of h with your alpha ({sizes_label(*sizes)})",
+            f"c, the weighted sum of h with {which} ({label})",
             atol=FLOAT32_ATOL,
         )
 
@@ -148,29 +188,18 @@ _Q1 = Question(
             "weights are the softmax of the scores",
             1,
             "exp(e) alone is no distribution: divide by the sum over j of exp(e_j), after "
-            "subtracting the largest e_j so that nothing overflows",
+            "subtracting the largest e_j so that nothing overflows (judged on your own e, where "
+            "it varies from position to position)",
             _q1_weights,
         ),
         Check(
             "context mixes h",
             1,
-            "c_t mixes the encoder states h_i, not s_prev: c = sum_i alpha_i h_i",
+            "c_t mixes the encoder states h_i, not s_prev: c = sum_i alpha_i h_i (judged on your "
+            "own alpha, where it is not uniform)",
             _q1_context,
         ),
     ),
 )
 
-EXERCISE = Exercise(
-    "05_spot_the_error",
-    5,
-    (_Q1,),
-    switched_off=(
-        "core.additive_scores",
-        "core.softmax",
-        "core.context",
-        "core.attend",
-        "models._softmax_context",
-        "models.AdditiveAttention.scores",
-        "models.AdditiveAttention.forward",
-    ),
-)
+EXERCISE = Exercise("05_spot_the_error", 5, (_Q1,))

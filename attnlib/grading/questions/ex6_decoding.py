@@ -21,13 +21,16 @@ nearly tie at the edge of a beam, two answers would be right; so a beam case is 
 until its reference result stays the same when W_y moves by :data:`NUDGE` in three random
 directions, either way, and its scores are at least :data:`GAP` apart.
 
-The cases depend only on the private seed (not on the submission), so each check draws them
-once per grading run (:func:`functools.cache`) and every submission meets the same ones. No
-draw and no trusted model rests on torch's global random generator, which the threads grading
-other submissions share.
+The cases depend on the private seed and on the student (the grader draws each check's seed
+from both), so every student meets cases of their own; drawing them costs a fraction of a
+second, and a student's are kept while the student is graded (:func:`functools.lru_cache`).
+No draw and no trusted model rests on torch's global random generator.
 
-In the sandbox, attnlib's decoders are switched off (:data:`SWITCHED_OFF`): an answer that
-calls them gets a NotImplementedError and no points.
+The learner writes both decoders, so the worker's attnlib holds only what the notebook needs
+to build and run a model (``attnlib.models`` and ``attnlib.vocab``, :data:`MODULES`), with the
+model's own greedy decoder switched off (:data:`SWITCHED_OFF` names every function of attnlib
+that decodes: those of the modules the worker holds raise, the others are not there): an
+answer that calls one gets a NotImplementedError and no points.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ GAP = 1e-3
 MAX_DRAWS = 400
 FIRST_OUTPUT = EOS_ID  # ids below it (<pad>, <bos>) are never outputs
 
+#: The attnlib modules the worker holds: the notebook builds and runs models with them.
+MODULES = ("models", "vocab")
+
 #: Every attnlib function that decodes, switched off in the sandbox
 #: (tests/grading/test_grading_decoding.py checks that no other function in attnlib runs the
 #: decoder step by step on its own outputs).
@@ -74,7 +80,9 @@ SWITCHED_OFF = (
     "decoding._search",
     "decoding._search_k1",
     "models.Seq2Seq.greedy",
-    "evidence.decode_from",
+    "models.greedy_steps",
+    "_decoding_fast.greedy_one",
+    "evidence.true_or_false.decode_from",
 )
 
 #: The notebook's public tests, as the grader rebuilds them: make_seq2seq(12, 11) with W_o and
@@ -290,12 +298,12 @@ def _describe(value: Any) -> str:
 def _items(value: Any, name: str, what: str) -> list[Any]:
     """The items of a list (or tuple) the learner returned."""
     if value is None:
-        raise Fail(f"{name} is None: the function does not return anything yet")
+        raise Fail(f"{name} is None: the function does not return anything yet", kind="none")
     if isinstance(value, dict) and isinstance(value.get("tuple"), list) and len(value) == 1:
         return list(value["tuple"])
     if isinstance(value, list):
         return value
-    raise Fail(f"{name} should be a list of {what}, but it is {_describe(value)}")
+    raise Fail(f"{name} should be a list of {what}, but it is {_describe(value)}", kind="type")
 
 
 def _number(v: Any, name: str) -> float:
@@ -304,11 +312,14 @@ def _number(v: Any, name: str) -> float:
         try:
             shape, _dtype, data = channel.read_array(v)
         except channel.ChannelError as err:
-            raise Fail(f"{name} could not be read: {err}") from None
+            raise Fail(f"{name} could not be read: {err}", kind="type") from None
         if len(data) == 1 and len(shape) <= 1:
             return data[0]
     if isinstance(v, bool) or not isinstance(v, int | float):
-        raise Fail(f"{name} should hold token ids (whole numbers), but it holds {_describe(v)}")
+        raise Fail(
+            f"{name} should hold token ids (whole numbers), but it holds {_describe(v)}",
+            kind="type",
+        )
     return float(v)
 
 
@@ -318,15 +329,19 @@ def _ids(value: Any, name: str) -> list[int]:
         try:
             shape, _dtype, data = channel.read_array(value)
         except channel.ChannelError as err:
-            raise Fail(f"{name} could not be read: {err}") from None
+            raise Fail(f"{name} could not be read: {err}", kind="type") from None
         if len(shape) != 1:
-            raise Fail(f"{name} should be a flat list of token ids, but it has shape {shape}")
+            raise Fail(
+                f"{name} should be a flat list of token ids, but it has shape {shape}", kind="type"
+            )
     else:
         data = [_number(v, name) for v in _items(value, name, "token ids")]
     ids = []
     for v in data:
         if not math.isfinite(v) or v != int(v):
-            raise Fail(f"{name} should hold token ids (whole numbers), but it holds {v}")
+            raise Fail(
+                f"{name} should hold token ids (whole numbers), but it holds {v}", kind="type"
+            )
         ids.append(int(v))
     return ids
 
@@ -337,17 +352,21 @@ def token_rows(value: Any, B: int, name: str) -> list[list[int]]:
         try:
             shape, _dtype, data = channel.read_array(value)
         except channel.ChannelError as err:
-            raise Fail(f"{name} could not be read: {err}") from None
+            raise Fail(f"{name} could not be read: {err}", kind="type") from None
         if len(shape) != 2 or shape[0] != B:
             raise Fail(
                 f"{name} should be a list of {B} lists of token ids, one per source row, but it "
-                f"is an array of shape {shape}"
+                f"is an array of shape {shape}",
+                kind="type",
             )
         n = shape[1]
         value = [channel.array((n,), "list", data[b * n : (b + 1) * n]) for b in range(B)]
     rows = _items(value, name, f"{B} lists of token ids, one per source row")
     if len(rows) != B:
-        raise Fail(f"{name} should hold {B} lists, one per source row, but it holds {len(rows)}")
+        raise Fail(
+            f"{name} should hold {B} lists, one per source row, but it holds {len(rows)}",
+            kind="type",
+        )
     return [_ids(row, f"row {b} of {name}") for b, row in enumerate(rows)]
 
 
@@ -355,7 +374,10 @@ def hypothesis_rows(value: Any, B: int, name: str) -> list[list[tuple[list[int],
     """What beam_decode returned, as B lists of (ids, score) pairs."""
     rows = _items(value, name, f"{B} lists of (tokens, score) pairs, one per source row")
     if len(rows) != B:
-        raise Fail(f"{name} should hold {B} lists, one per source row, but it holds {len(rows)}")
+        raise Fail(
+            f"{name} should hold {B} lists, one per source row, but it holds {len(rows)}",
+            kind="type",
+        )
     out = []
     for b, row in enumerate(rows):
         hyps = []
@@ -365,11 +387,12 @@ def hypothesis_rows(value: Any, B: int, name: str) -> list[list[tuple[list[int],
                 tokens, score = cases.as_tuple(hyp, 2, label)
             except Fail:
                 raise Fail(
-                    f"{label} should be a pair (tokens, score), but it is {_describe(hyp)}"
+                    f"{label} should be a pair (tokens, score), but it is {_describe(hyp)}",
+                    kind="type",
                 ) from None
             value_ = cases.as_array(score, f"the score of {label}")
             if value_.size != 1 or not math.isfinite(float(value_.reshape(-1)[0])):
-                raise Fail(f"the score of {label} should be one finite number")
+                raise Fail(f"the score of {label} should be one finite number", kind="type")
             hyps.append((_ids(tokens, f"the tokens of {label}"), float(value_.reshape(-1)[0])))
         out.append(hyps)
     return out
@@ -599,7 +622,7 @@ def public_greedy_case() -> Case:
     return Case(public_model(), src, tuple(lengths), PUBLIC_MAX_LEN)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def greedy_eos_cases(seed: int) -> tuple[Case, ...]:
     """Rows that end at <eos> after different numbers of ids; then a batch of one."""
     rng = np.random.default_rng(seed)
@@ -624,7 +647,7 @@ def greedy_eos_cases(seed: int) -> tuple[Case, ...]:
     return (_search(rng, batch, "with rows ending apart"), _search(rng, single, "of one row"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def greedy_max_len_cases(seed: int) -> tuple[Case, ...]:
     """<eos> never most probable (every row cut at max_len); <eos> exactly at step max_len."""
     rng = np.random.default_rng(seed)
@@ -651,7 +674,7 @@ def greedy_max_len_cases(seed: int) -> tuple[Case, ...]:
     return (_search(rng, never, "without <eos>"), _search(rng, exactly, "ending at max_len"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def greedy_specials_cases(seed: int) -> tuple[Case, ...]:
     """<pad> and <bos> the most probable outputs (never emitted); two tokens that always tie."""
     rng = np.random.default_rng(seed)
@@ -721,7 +744,7 @@ def _goes_on_after_a_finish(case: Case) -> bool:
     return False
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def beam_kbest_cases(seed: int) -> tuple[Case, ...]:
     """Batches of 4 to 6 padded rows, k from 3 to 5: the search goes on after a finished
     hypothesis, and the best differs from greedy's."""
@@ -739,7 +762,7 @@ def beam_kbest_cases(seed: int) -> tuple[Case, ...]:
     return tuple(_search(rng, draw, "for the k best") for _ in range(4))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def beam_length_cases(seed: int) -> tuple[Case, ...]:
     """Rows whose best by score is not their best by log p; then length_alpha = 0."""
     rng = np.random.default_rng(seed)
@@ -770,7 +793,7 @@ def beam_length_cases(seed: int) -> tuple[Case, ...]:
     return (_search(rng, normalised, "normalised"), _search(rng, raw, "with length_alpha 0"))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=8)
 def beam_edge_cases(seed: int) -> tuple[Case, ...]:
     """k = 1 on one row; k above the number of outputs; no <eos> before max_len; <pad>, <bos>."""
     rng = np.random.default_rng(seed)
@@ -900,4 +923,6 @@ _Q2 = Question(
 )
 
 #: The first cells import torch and attnlib's models (a few seconds, more on a busy machine).
-EXERCISE = Exercise("06_decoding", 6, (_Q1, _Q2), switched_off=SWITCHED_OFF, cell_seconds=120.0)
+EXERCISE = Exercise(
+    "06_decoding", 6, (_Q1, _Q2), switched_off=SWITCHED_OFF, cell_seconds=120.0, modules=MODULES
+)

@@ -148,16 +148,30 @@ def _q2_large(probe: Probe, rng: np.random.Generator) -> None:
 
 
 def _q2_empty_row(probe: Probe, rng: np.random.Generator) -> None:
+    """Right weights where every query keeps at least one key (one keeps exactly one), then a
+    ValueError, and nothing else, once one query's row of the mask is all False."""
     T_q, T_k = 3, int(rng.integers(3, 7))
     Q, K, V = _draw(rng, T_q, T_k, 4, 2)
+    empty = int(rng.integers(T_q))
     mask = np.ones((T_q, T_k), dtype=bool)
-    mask[int(rng.integers(T_q))] = False
+    mask[empty] = False
+    mask[empty, rng.integers(T_k)] = True  # the same row keeping a single key: still defined
+    _attention_case(probe, Q, K, V, mask, "a query that keeps one key")
+    mask[empty] = False
     try:
         out = probe.call("scaled_dot_product_attention", Q, K, V, mask)
     except Fail as err:
-        if "raised ValueError" not in str(err):
-            raise Fail(f"a query with no key to attend to should raise ValueError: {err}") from None
-        return
+        if err.kind == "raised" and err.raised_a("ValueError"):
+            return
+        done = err.phrase().removeprefix("the function ")
+        raise Fail(
+            f"a query with no key to attend to should raise ValueError: {err}",
+            kind=err.kind,
+            note=f"it should raise ValueError here, and it {done}"
+            if err.kind == "raised"
+            else None,
+            raised=err.raised,
+        ) from None
     got = ""
     try:
         _, weights = as_tuple(out, 2, "scaled_dot_product_attention")
@@ -166,7 +180,10 @@ def _q2_empty_row(probe: Probe, rng: np.random.Generator) -> None:
             got = " (it returned NaN weights)"
     except Fail:
         pass
-    raise Fail(f"a query whose row of the mask is all False should raise ValueError{got}")
+    raise Fail(
+        f"a query whose row of the mask is all False should raise ValueError{got}",
+        kind="not_raised",
+    )
 
 
 _Q1 = Question(
@@ -226,20 +243,11 @@ _Q2 = Question(
         Check(
             "a query with no key",
             1,
-            "a row of the mask that is all False must raise ValueError, not give NaN",
+            "a row of the mask that is all False must raise ValueError, not give NaN; a row "
+            "keeping one key is still a softmax (all its weight on that key)",
             _q2_empty_row,
         ),
     ),
 )
 
-EXERCISE = Exercise(
-    "07_scaled_dot_product",
-    7,
-    (_Q1, _Q2),
-    switched_off=(
-        "core.softmax",
-        "core.attend",
-        "transformer.qkv.scaled_dot_product_attention",
-        "models._softmax_context",
-    ),
-)
+EXERCISE = Exercise("07_scaled_dot_product", 7, (_Q1, _Q2))
