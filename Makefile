@@ -1,7 +1,8 @@
 # The two commands a fresh clone needs (see README.md):
 #   make book   set up .venv and build the site, and the notebooks' zip, into _build/html
-#   make test   set up .venv, build the site (warnings are errors) and run every test
-# and the developers' fast loop (README, "For developers"):
+#   make test   set up .venv, execute every notebook once, build the site from those runs
+#               (warnings are errors) and run every test
+# and the developers' fast loop (CONTRIBUTING.md):
 #   make check  lint, type check, the tests not marked slow, the notebooks changed in the work tree
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -19,8 +20,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PIP) install --quiet --no-deps -e .
 	@touch $@
 
-# The JavaScript the site serves itself (widget manager, RequireJS, MathJax) and the browser test's
-# accessibility checker (axe-core), at the versions pinned in package-lock.json.
+# MathJax (it typesets the formulas at build time; the site serves its fonts) and the browser
+# test's accessibility checker (axe-core), at the versions pinned in package-lock.json.
 NODE_STAMP := node_modules/.installed
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
@@ -44,7 +45,9 @@ book: $(STAMP) $(NODE_STAMP)
 bundle: $(STAMP)
 	$(BIN)/python -m attnlib.bundle _build/html/attention-course-notebooks.zip --live _build/live
 
-LINTED := attnlib tests bench _ext
+# ruff reads the notebooks too (chapters and the exercises' sources; the exercises themselves are
+# written from those by `make exercises`): the same rules, long lines allowed (pyproject.toml).
+LINTED := attnlib tests bench _ext chapters exercises/source
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
@@ -69,7 +72,7 @@ sandbox:
 # `make test` writes to _build/), and every notebook nbmake runs without an error kept for the
 # book build (tests/executed_notebooks.py).
 # nbmake's limit per cell is a backstop against a real hang, far above what a busy machine takes.
-PYTEST := $(BIN)/python -m pytest -n auto --dist worksteal --durations=25 -p tests.executed_notebooks \
+PYTEST := $(BIN)/python -m pytest -n auto --dist loadgroup --durations=25 -p tests.executed_notebooks \
 	--nbmake-timeout=1800
 
 # Every test, in three steps so that each notebook is executed once per run:
@@ -98,6 +101,14 @@ CHANGED_NOTEBOOKS = $(sort $(filter %.ipynb,$(shell \
 # built site) and the notebooks nobody touched. No site build, no browser.
 check: lint typecheck sandbox
 	$(PYTEST) -m "not slow" tests $(if $(CHANGED_NOTEBOOKS),--nbmake $(CHANGED_NOTEBOOKS))
+
+# Every chapter's claims for training seeds 0, 1 and 2, in full: every model of seeds 1 and 2 is
+# retrained, the English-French ones too (about an hour on two cores), one chapter after another
+# (python -m attnlib.evidence). The table goes to tests/seeds.md, which is committed and which
+# `make test` holds to the code. ONLY="slug ..." reruns those chapters and keeps the rest.
+.PHONY: seeds
+seeds: $(STAMP)
+	$(BIN)/python -m attnlib.evidence tests/seeds.md $(if $(ONLY),--only $(ONLY))
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
 # The hidden cases are drawn from a private seed: ATTNLIB_GRADING_SEED=... make grade

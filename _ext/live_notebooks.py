@@ -504,9 +504,28 @@ def write_tree(app: Sphinx) -> Path:
     return out
 
 
+def offer_live_downloads(app: Sphinx, tree: Path) -> int:
+    """Make each notebook page's download button (.ipynb) give the live copy.
+
+    The theme's button links the page's source as Sphinx copied it to ``_sources/``: the
+    committed notebook, whose prose is MyST and whose first cell does not install the course.
+    A learner who downloads a notebook wants what Binder and Colab open, so the live copy
+    replaces it there. Returns how many were replaced.
+    """
+    sources = Path(app.outdir) / "_sources"
+    done = 0
+    for rel in live_paths(app).values():
+        target = sources / rel
+        if target.is_file():
+            shutil.copyfile(tree / rel, target)
+            done += 1
+    return done
+
+
 def write_live_tree(app: Sphinx, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
-        write_tree(app)
+        tree = write_tree(app)
+        offer_live_downloads(app, tree)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

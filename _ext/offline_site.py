@@ -4,22 +4,16 @@ A local Sphinx extension (listed under ``sphinx: local_extensions`` in ``_config
 
 What it does
 ------------
-1. **Vendors pinned JavaScript.** At ``config-inited`` it copies, from ``node_modules/`` (installed
+1. **Vendors pinned files.** At ``config-inited`` it copies, from ``node_modules/`` (installed
    by ``npm ci`` from ``package.json``/``package-lock.json``, which ``make book`` runs), the files
    the pages need into a staging folder listed in ``html_extra_path``; Sphinx copies that folder's
-   contents to the site root, so the site serves ``_vendor/requirejs/``,
-   ``_vendor/@jupyter-widgets/html-manager/dist/`` and MathJax's web fonts itself. They are
-   not in ``_static/``: Jupyter Book 1 would add every ``*.js`` there to every page.
+   contents to the site root, so the site serves MathJax's web fonts itself (``_vendor/``).
+   They are not in ``_static/``: Jupyter Book 1 would add every ``*.js`` there to every page.
 2. **Fixes each page's script list** at ``html-page-context``:
 
    - drops exact duplicate inline scripts (sphinx-thebe's ``const THEBE_JS_URL = ...`` is added
      twice, which every browser reports as ``SyntaxError: Identifier 'THEBE_JS_URL' has already
      been declared``);
-   - tidies ``_static/../_vendor/...`` (Sphinx prefixes ``_static/`` to relative paths given in
-     ``mathjax_path`` and ``nb_ipywidgets_js``) into ``_vendor/...``;
-   - before the widget manager, adds a small script (``WIDGET_SETUP``): its icon fonts load from
-     ``_vendor/`` instead of a path relative to the page, where they 404; widget labels typeset
-     with MathJax 3; slider handles are named after their labels;
    - gives bibliography entries the ``listitem`` role their ``role="list"`` parent requires.
 
    It also names the sidebar's expand/collapse toggles (axe: ``summary-name``, serious) and adds
@@ -40,28 +34,28 @@ What it does
 4. **Overrides two theme components** (``_ext/templates/``, put first on ``templates_path``): the
    search button and the colour-mode button, whose accessible names contradicted their visible
    text (axe-core: ``label-content-name-mismatch``, serious).
-5. **Keeps pages light** (issue 16, item 8; ``bench/bench_site.py weight`` measures it):
+5. **Keeps pages light**, for readers on slow or metered connections (``bench/bench_site.py
+   weight`` measures it):
 
    - ``_ext/templates/static/webpack-macros.html`` drops the theme's Font Awesome SVG-JS (1.5 MB
      on every page); the icons are drawn from the webfont the theme's stylesheet already
      declares, cut down at ``build-finished`` to the icons the site shows
      (:func:`subset_icon_fonts`, a few kB instead of 274 kB);
-   - on pages whose saved widgets are all anywidgets (the explorables of ``attnlib.explorables``),
-     RequireJS and the 3.6 MB widget manager are swapped for ``static/anywidget_static.js``,
-     which runs each explorable's own front end from the saved state
-     (:func:`draw_anywidgets_without_the_manager`);
+   - every widget of the site is an anywidget (the explorables of ``attnlib.explorables``), drawn
+     from the state saved in the page by ``static/anywidget_static.js``, which runs each
+     explorable's own front end: a few kB, where ipywidgets' widget manager and RequireJS
+     would take 3.6 MB (:func:`draw_saved_anywidgets`). ``_config.yml`` sets myst-nb's
+     ``nb_ipywidgets_js`` to nothing, so no page loads them; a page that saves any other widget
+     fails the build, as nothing could draw it;
    - formulas are typeset when the site is built (``_ext/static_math.py``): pages load no MathJax
-     JavaScript (0.76 MB), only the stylesheet and the web fonts their formulas use. (The widget
-     set-up bridge above still typesets ipywidgets' labels if a page loads MathJax itself.)
+     JavaScript (0.76 MB), only the stylesheet and the web fonts their formulas use.
 
-The versions are pinned in ``package.json``; ``_config.yml`` points ``nb_ipywidgets_js`` at the
-vendored copies.
+The versions are pinned in ``package.json``.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 import re
 import shutil
 from pathlib import Path
@@ -73,16 +67,6 @@ from sphinx.errors import ExtensionError
 
 #: (package in node_modules, files or folders inside it to serve). Folders are copied whole.
 VENDORED: dict[str, tuple[str, ...]] = {
-    "requirejs": ("require.js", "package.json"),
-    "@jupyter-widgets/html-manager": (
-        "dist/embed-amd.js",
-        "dist/*.woff2",
-        "dist/*.woff",
-        "dist/*.ttf",
-        "dist/*.eot",
-        "dist/*.svg",
-        "package.json",
-    ),
     # Formulas are typeset when the site is built (_ext/static_math.py, with node_modules'
     # MathJax): the pages need only its CommonHTML web fonts, which static-math.css names.
     "mathjax": (
@@ -94,38 +78,6 @@ VENDORED: dict[str, tuple[str, ...]] = {
 
 #: Where the vendored files appear in the built site (relative to its root).
 VENDOR_URL = "_vendor"
-WIDGET_MANAGER = f"{VENDOR_URL}/@jupyter-widgets/html-manager/dist/embed-amd.js"
-
-
-#: Runs before the widget manager. (1) Its webpack public path, and the AMD module path it derives
-#: the same from, point at the vendored copy, so its icon fonts load from ``_vendor/`` rather than
-#: from ``<page dir>/@jupyter-widgets/...``, where they 404. (2) Its controls typeset widget labels
-#: with MathJax 2's ``MathJax.Hub.Queue``; MathJax 3 has no ``Hub``, so every labelled widget
-#: threw "Cannot read properties of undefined (reading 'Queue')": a two-line bridge to MathJax 3.
-#: (3) Slider handles get an accessible name (axe: aria-input-field-name, serious).
-WIDGET_SETUP = """\
-window.__jupyter_widgets_assets_path__ = new URL(%(assets)s, document.baseURI).href;
-require.config({paths: {"@jupyter-widgets/html-manager/dist": %(dist)s}});
-// (3) noUiSlider's handles (role="slider") get the slider's visible label as their name.
-new MutationObserver(function () {
-  document.querySelectorAll(".widget-slider .noUi-handle:not([aria-label])").forEach(function (h) {
-    var label = h.closest(".widget-slider").querySelector(".widget-label");
-    var text = label ? label.textContent.replace(/\\\\[()]/g, "").trim() : "";
-    if (text) h.setAttribute("aria-label", text);
-  });
-}).observe(document.documentElement, {childList: true, subtree: true});
-// MathJax is loaded by its loader (startup.js): typesetPromise appears only once its components
-// have loaded, so the bridge waits on startup.promise, which exists as soon as startup.js has run.
-window.addEventListener("DOMContentLoaded", function () {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise && !MathJax.Hub) {
-    MathJax.Hub = {Queue: function (job) {
-      var el = job && job[2];
-      MathJax.startup.promise = MathJax.startup.promise.then(function () {
-        return MathJax.typesetPromise(el ? [el] : undefined);
-      });
-    }};
-  }
-});"""
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:
@@ -139,7 +91,20 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
 
 
 def _stage_vendor(node_modules: Path, stage: Path) -> None:
-    """Copy the pinned files of ``VENDORED`` from ``node_modules`` into ``stage/_vendor``."""
+    """Copy the pinned files of ``VENDORED`` from ``node_modules`` into ``stage/_vendor``.
+
+    A package no longer in ``VENDORED`` is removed from the stage, so that the site does not
+    go on serving it from an earlier build.
+    """
+    kept = {package.split("/")[0] for package in VENDORED} | {"versions.json"}
+    old = stage / VENDOR_URL
+    for entry in sorted(old.iterdir()) if old.is_dir() else []:
+        if entry.name in kept:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     for package, patterns in VENDORED.items():
         pkg_dir = node_modules / package
         manifest = pkg_dir / "package.json"
@@ -258,13 +223,6 @@ def subset_icon_fonts(app: Sphinx, exception: Exception | None) -> None:
         subset.save_font(font, str(dst), options)
 
 
-def _tidy(filename: str) -> str:
-    """``_static/../_vendor/x.js`` -> ``_vendor/x.js``; anything else unchanged."""
-    if "://" in filename or not filename.startswith("_static/.."):
-        return filename
-    return posixpath.normpath(filename)
-
-
 _TOGGLE = re.compile(
     r'(<a class="reference internal" href="[^"]*">([^<]*)</a>\s*<details[^>]*>\s*)<summary>'
 )
@@ -291,7 +249,7 @@ HIDDEN_CELL_SUMMARY = '<summary aria-label="Toggle hidden content">'
 def fix_script_files(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    """Deduplicate, tidy and complete the page's ``script_files`` in place; name nav toggles."""
+    """Deduplicate the page's ``script_files`` in place; name nav toggles and bibliography items."""
     toctree = context.get("generate_toctree_html")
     if callable(toctree) and not getattr(toctree, "_names_toggles", False):
 
@@ -313,35 +271,14 @@ def fix_script_files(
     scripts = context.get("script_files")
     if not scripts:
         return
-    from sphinx.builders.html._assets import _JavaScript
 
     fixed: list[Any] = []
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for js in scripts:
-        filename = js.filename or ""
-        attributes = dict(js.attributes)
-        key = (filename, tuple(sorted((k, str(v)) for k, v in attributes.items())))
-        if key in seen:
-            continue
-        seen.add(key)
-        tidy = _tidy(str(filename)) if filename else filename
-        if tidy == WIDGET_MANAGER:
-            # the fonts' folder, relative to this page ("../_vendor/..." one folder down)
-            assets = posixpath.dirname(context["pathto"](WIDGET_MANAGER, 1)) + "/"
-            fixed.append(
-                _JavaScript(
-                    None,
-                    priority=js.priority,
-                    body=WIDGET_SETUP
-                    % {
-                        "assets": json.dumps(assets),
-                        "dist": json.dumps(assets.rstrip("/")),
-                    },
-                )
-            )
-        if tidy != filename:
-            js = _JavaScript(tidy, priority=js.priority, **attributes)
-        fixed.append(js)
+        key = (js.filename or "", tuple(sorted((k, str(v)) for k, v in js.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            fixed.append(js)
     scripts[:] = fixed
 
 
@@ -360,33 +297,34 @@ def _saved_models(scripts: list[Any]) -> set[tuple[str, str]] | None:
     return None
 
 
-def draw_anywidgets_without_the_manager(
+def draw_saved_anywidgets(
     app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
 ) -> None:
-    """On pages whose saved widgets are all anywidgets, swap RequireJS, the 3.6 MB widget manager
-    and their set-up scripts for ``anywidget_static.js`` (a few kB): it runs each explorable's own
-    front end (saved in the page) against the saved values, with no kernel, as the manager did.
-    Runs after explorable_site (950), whose ``require.config`` line it removes with the rest."""
+    """On a page with saved widgets, add ``anywidget_static.js`` (a few kB): it runs each
+    explorable's own front end (saved in the page) against the saved values, with no kernel.
+
+    Raises
+    ------
+    ExtensionError
+        If the page saved a widget that is not an anywidget: nothing on the site could draw it
+        (the site loads no ipywidgets widget manager). Make it an explorable of
+        ``attnlib.explorables`` (an anywidget), or do not display it.
+    """
     scripts = context.get("script_files")
-    if not scripts:
+    models = _saved_models(scripts) if scripts else None
+    if not scripts or not models:
         return
-    models = _saved_models(scripts)
-    if not models or not models <= _ANYWIDGET_ONLY or ("anywidget", "AnyModel") not in models:
-        return
+    others = models - _ANYWIDGET_ONLY
+    if others or ("anywidget", "AnyModel") not in models:
+        msg = (
+            f"offline_site: page {pagename} saves widgets that are not anywidgets "
+            f"({sorted(others)}); the site draws only anywidgets (attnlib.explorables), so they "
+            "would show as nothing: make the widget an anywidget, or do not display it"
+        )
+        raise ExtensionError(msg)
     from sphinx.builders.html._assets import _JavaScript
 
-    def manager_part(js: Any) -> bool:
-        name = str(js.filename or "")
-        body = str(js.attributes.get("body", ""))
-        return (
-            name.endswith(("requirejs/require.js", "html-manager/dist/embed-amd.js"))
-            or "require.config(" in body
-            or "__jupyter_widgets_assets_path__" in body
-        )
-
-    kept = [js for js in scripts if not manager_part(js)]
-    kept.append(_JavaScript(f"_static/{ANYWIDGET_STATIC}", priority=500, defer="defer"))
-    scripts[:] = kept
+    scripts.append(_JavaScript(f"_static/{ANYWIDGET_STATIC}", priority=500, defer="defer"))
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -395,7 +333,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # Before Sphinx's own check (priority 800) drops html_extra_path entries that do not exist.
     app.connect("config-inited", stage_vendored_files, priority=400)
     app.connect("html-page-context", fix_script_files, priority=900)
-    app.connect("html-page-context", draw_anywidgets_without_the_manager, priority=990)
+    app.connect("html-page-context", draw_saved_anywidgets, priority=990)
     app.connect("build-finished", subset_icon_fonts)
     app.add_css_file("offline_site.css")
     # A plain (not deferred) script in <head>: it must run before the themes bind their toggles.

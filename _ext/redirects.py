@@ -1,12 +1,13 @@
 """A page at every old address of a moved chapter, sending the reader to its new one.
 
 Chapters are named by their topic (``chapters/masking.ipynb``), never by a number, so the
-site's chapter numbers can change without moving a file. The files used to carry numbers
-(``chapters/masking``); a link or bookmark to such a page must keep working. The
-``redirects`` setting in ``_config.yml`` maps each old page name to its new one, and after the
-build this extension writes, at each old address, a small page that moves the browser on at
-once (``<meta http-equiv="refresh">``, and the canonical link for search engines) and, for a
-reader whose browser does not follow it, says where the chapter went, with a link.
+site's chapter numbers can change without moving a file. The files used to carry numbers that
+could disagree with the site's (the masking chapter was ``chapters/14_masking``); a link or
+bookmark to such an old address must keep working. The ``redirects`` setting in
+``_config.yml`` maps each old page name to its new one, and after the build this extension
+writes, at each old address, a small page that moves the browser on at once (``<meta
+http-equiv="refresh">``, and the canonical link for search engines) and, for a reader whose
+browser does not follow it, says where the chapter went, with a link.
 
 The build fails if an old name is still a page of the book, or a new name is not one.
 """

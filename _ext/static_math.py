@@ -1,4 +1,4 @@
-"""Math typeset when the site is built, not in the reader's browser (issue 16, page weight).
+"""Math typeset when the site is built, not in the reader's browser, so pages stay light.
 
 MathJax in the browser costs every page with a formula 0.76 MB of JavaScript (its loader, core,
 TeX input, CommonHTML output and font data) before the first formula shows. The formulas of a

@@ -87,6 +87,9 @@ def toc_notebooks(root: Path | None = None) -> list[Path]:
                 path = Path(entry["file"]).with_suffix(".ipynb")
                 if (root / path).is_file():
                     found.append(path)
+            if "glob" in entry:  # a pattern over page names (``exercises/[0-9]*``), sorted
+                pages = root.glob(f"{entry['glob']}.ipynb")
+                found.extend(sorted(p.relative_to(root) for p in pages))
             visit(entry.get("sections", []))
             visit(entry.get("chapters", []))
 

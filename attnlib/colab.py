@@ -78,7 +78,7 @@ CELL_TAG = "remove-cell"
 _SOURCE_CHAPTER = """\
 # The course package (installed by the README's set-up). The copies of this notebook that the
 # website's Binder and Colab buttons open install it here where it is missing.
-import attnlib"""
+import attnlib  # noqa: F401 (importing it is the check that it is installed)"""
 
 _SOURCE_EXERCISE = """\
 # Set up the checks. The copies of this notebook that the website's Binder and Colab buttons

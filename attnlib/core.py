@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "AttentionStep",
+    "FloatArray",
     "additive_scores",
     "attend",
     "context",
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 FloatArray = NDArray[np.floating]
+"""A float array of any precision: float input keeps its dtype, integer input becomes float64.
+
+The one alias the package uses for float arrays (``from attnlib.core import FloatArray``).
+"""
 
 
 class AttentionStep(NamedTuple):

@@ -28,7 +28,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from attnlib.core import additive_scores, context, softmax
+from attnlib.core import FloatArray, additive_scores, context, softmax
 
 __all__ = [
     "GrowthFit",
@@ -52,8 +52,6 @@ __all__ = [
     "time_scores",
     "train_selection",
 ]
-
-FloatArray = NDArray[np.float64]
 
 
 # --------------------------------------------------------------------------- growth and timing
@@ -576,6 +574,7 @@ def fit_pointer_scores(
     """
     import torch
 
+    from attnlib._adam import Adam
     from attnlib.runtime import torch_threads
 
     if kind not in ("tanh", "linear"):
@@ -590,7 +589,7 @@ def fit_pointer_scores(
         U_a = torch.nn.Parameter(torch.randn(d_a, d, generator=gen, dtype=torch.float64) / d**0.5)
         v_a = torch.nn.Parameter(torch.randn(d_a, generator=gen, dtype=torch.float64) / d_a**0.5)
         params: list[torch.Tensor] = [W_a, U_a, v_a]
-        moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+        adam = Adam(params, lr)
         act = torch.tanh if kind == "tanh" else (lambda z: z)
 
         def scores(h: FloatArray, s: FloatArray) -> torch.Tensor:
@@ -604,13 +603,7 @@ def fit_pointer_scores(
             e = scores(h, s)
             target = torch.from_numpy(where)
             loss = torch.nn.functional.cross_entropy(e, target)
-            grads = torch.autograd.grad(loss, params)
-            with torch.no_grad():  # Adam, written out (torch.optim's first step is slow to import)
-                k = len(losses) + 1
-                for p, g, (m, v) in zip(params, grads, moments, strict=True):
-                    m.mul_(0.9).add_(g, alpha=0.1)
-                    v.mul_(0.999).addcmul_(g, g, value=0.001)
-                    p -= lr * (m / (1 - 0.9**k)) / ((v / (1 - 0.999**k)).sqrt() + 1e-8)
+            adam.step(torch.autograd.grad(loss, params))
             losses.append(loss.item())
             if len(losses) > 3 * steps // 4:
                 correct += int((e.argmax(dim=1) == target).sum())

@@ -24,10 +24,15 @@ what it looked at is a different question, and this module asks it three ways:
 Around them: :meth:`Explanation.content` (the maps without ``<eos>``),
 :func:`blanking_effect` (what blanking ``<eos>`` does to h and to the output),
 :func:`swap_s0` (does an answer reach the decoder through s_0 or through the
-c_t?). :func:`attnlib.evidence.interpretability_claims` computes and checks
+c_t?). :func:`attnlib.evidence.interpretability.check_claims` computes and checks
 every claim of the chapter for one training seed. Models trained with frozen
 uniform attention, Wiegreffe & Pinter's baseline, are recipes of
 :mod:`attnlib.pretrained` (``pretrained.score_edit`` gives their edit).
+
+It is one module of over a thousand lines because it is one chapter's question asked
+four ways on the same :class:`Explanation`: the measures share its bookkeeping (the
+real positions, the ``<eos>`` column, the decoded output they all explain), and a
+reader compares them best side by side.
 
 All measures are computed on the model's *own* output (teacher-forced on what it
 produced greedily), so they explain the decision the model made, right or wrong.
@@ -59,6 +64,8 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 from torch import Tensor
 
+from attnlib._adam import Adam
+from attnlib.core import FloatArray
 from attnlib.models import ScoreEdit, Seq2Seq, SourceMemory
 from attnlib.runtime import eval_mode, torch_threads
 from attnlib.tasks import Task
@@ -92,7 +99,6 @@ __all__ = [
     "target_log_probs",
 ]
 
-FloatArray = NDArray[np.float64]
 Mode = Literal["uniform", "permute"]
 
 #: The three maps an :class:`Explanation` holds, with the names the chapter prints.
@@ -924,22 +930,6 @@ class Adversarial:
         )
 
 
-class _Adam:
-    """Adam on one tensor, as ``torch.optim.Adam`` computes it (whose first use costs ~1 s)."""
-
-    def __init__(self, z: Tensor, lr: float, betas: tuple[float, float] = (0.9, 0.999)) -> None:
-        self.z, self.lr, self.betas, self.k = z, lr, betas, 0
-        self.m, self.v = torch.zeros_like(z), torch.zeros_like(z)
-
-    @torch.no_grad()
-    def step(self, grad: Tensor) -> None:
-        (b1, b2), self.k = self.betas, self.k + 1
-        self.m.mul_(b1).add_(grad, alpha=1 - b1)
-        self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        denom = (self.v.sqrt() / (1 - b2**self.k) ** 0.5).add_(1e-8)
-        self.z.addcdiv_(self.m, denom, value=-self.lr / (1 - b1**self.k))
-
-
 def adversarial_attention(
     model: Seq2Seq,
     task: Task,
@@ -1034,7 +1024,7 @@ def adversarial_attention(
         base = SourceMemory(mem.h[b_idx], mem.keys[b_idx], mem.bias[b_idx], mem.mask[b_idx])
         gen = torch.Generator().manual_seed(seed)
         z = (3.0 * torch.randn(alpha.shape, generator=gen)).requires_grad_(True)
-        adam = _Adam(z, lr)
+        adam = Adam([z], lr)
         best_jsd, best_tvd = torch.zeros(len(b_idx)), torch.zeros(len(b_idx))
         best_alpha = alpha.clone()
         with torch.enable_grad():
@@ -1051,7 +1041,7 @@ def adversarial_attention(
                     best_tvd = torch.where(better, tvd, best_tvd)
                     best_alpha[better] = a2[better]
                 loss = (-jsd + penalty * torch.relu(tvd - eps / 2)).sum()
-                adam.step(*torch.autograd.grad(loss, [z]))
+                adam.step(torch.autograd.grad(loss, [z]))
     n = len(rows)
     pick = best_jsd.view(restarts, n).argmax(dim=0)  # the best start of every step
     every = torch.arange(n)

@@ -21,6 +21,13 @@ The parts, in the course's notation:
   (``s0="backward"``).
 * :class:`Seq2Seq` joins an encoder and a decoder; :func:`make_seq2seq` builds
   one from a few keywords (and a seed) and is what the chapters call.
+* :func:`greedy_steps` is the course's one greedy decoding loop, behind
+  :meth:`Seq2Seq.greedy` and :func:`attnlib.decoding.greedy`.
+
+It is one module, not one per part, because the attention modules, the decoders and the
+model hold on to each other: the decoders call the attention modules, :func:`make_seq2seq`
+builds the decoders, and the graded exercises switch off the attention step and
+:meth:`Seq2Seq.greedy` by their place in this file (``attnlib.grading``).
 
 Shapes use B for the batch, T_x source positions (``<eos>`` included), T_y
 target positions. Token ids 0, 1, 2 are ``<pad>``, ``<bos>``, ``<eos>`` (see
@@ -48,10 +55,9 @@ The chapter "A Bahdanau seq2seq, built from parts" (chapters/seq2seq).
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Mapping, Sized
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -65,6 +71,7 @@ __all__ = [
     "BiGRUEncoder",
     "Decoder",
     "EmbeddingEncoder",
+    "Greedy",
     "LuongDecoder",
     "ModelConfig",
     "MultiplicativeAttention",
@@ -72,13 +79,13 @@ __all__ = [
     "ScoreEdit",
     "Seq2Seq",
     "SourceMemory",
+    "greedy_steps",
     "make_attention",
     "make_seq2seq",
     "reverse_within",
 ]
 
 ContextIn = Literal["both", "state", "output"]
-StepFn = Callable[[Tensor, Tensor], tuple[Tensor, Tensor, "Tensor | None"]]
 Score = Literal["additive", "general", "dot"]
 S0 = Literal["final", "backward"]
 
@@ -682,16 +689,6 @@ class Decoder(nn.Module):
         o = torch.tanh(F.linear(torch.cat([*parts, y_emb], dim=-1), W_o.weight, W_o.bias))
         return F.linear(o, W_y.weight, W_y.bias)
 
-    def _stepper(self, mem: SourceMemory) -> StepFn:
-        """``step`` with ``mem`` fixed, ``(y_prev, s_prev) → (logits, s_t, α_t)``: for decoding.
-
-        A decoder may return a closure that does :meth:`step`'s arithmetic with its
-        weights looked up once, when the closure is made, instead of at every step
-        (an ``nn.Module`` attribute lookup costs about as much as a small tensor
-        operation on one sentence). Make a new one for every decoding call.
-        """
-        return functools.partial(self.step, mem=mem)
-
 
 class _ContextDecoder(Decoder):
     """A decoder whose context vector enters the state update, the output, or both.
@@ -723,65 +720,6 @@ class _ContextDecoder(Decoder):
         c_state = context_in in ("both", "state")
         super().__init__(vocab_size, emb, d_s, d_h, d_final, emb + (d_c if c_state else 0), s0)
         self.context_in, self.d_c = context_in, d_c
-
-    def _stepper(self, mem: SourceMemory) -> StepFn:
-        """:meth:`step` for this ``mem`` as one closure over the weights (same arithmetic).
-
-        Taken only by the course's own :class:`BahdanauDecoder` (additive attention, keys
-        precomputed, no score edit) and :class:`NoAttentionDecoder`, with none of their
-        methods replaced; anything else gets the plain :meth:`step`
-        (``tests/test_decoding_fast.py`` checks the two agree exactly).
-        """
-        attn = getattr(self, "attention", None)
-        kind = type(self)
-        patched = {"step", "_step", "_advance", "_attend", "readout"} & set(vars(self))
-        additive = (
-            kind is BahdanauDecoder
-            and type(attn) is AdditiveAttention
-            and "scores" not in vars(attn)
-            and mem.keys is not None
-            and mem.edit is None
-        )
-        if patched or not (additive or kind is NoAttentionDecoder):
-            return super()._stepper(mem)
-        emb, pad = self.embedding.weight, self.embedding.padding_idx
-        cell = self.cell
-        w_ih, w_hh, b_ih, b_hh = cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh
-        W_o, b_o, W_y, b_y = self.W_o.weight, self.W_o.bias, self.W_y.weight, self.W_y.bias
-        c_state, c_out = self.context_in != "output", self.context_in != "state"
-        h, keys, bias = mem.h, mem.keys, mem.bias
-
-        def advance(y_emb: Tensor, c: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor]:
-            x = torch.cat([y_emb, c], dim=-1) if c_state else y_emb  # _advance
-            s = torch.gru_cell(x, s_prev, w_ih, w_hh, b_ih, b_hh)
-            parts = (s, c, y_emb) if c_out else (s, y_emb)  # readout
-            o = torch.tanh(F.linear(torch.cat(parts, dim=-1), W_o, b_o))
-            return F.linear(o, W_y, b_y), s
-
-        if not additive:  # the baseline: the same c (mem.h holds it) at every step
-
-            def step_fixed(y_prev: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-                logits, s = advance(F.embedding(y_prev, emb, pad), h, s_prev)
-                return logits, s, None
-
-            return step_fixed
-
-        if not isinstance(attn, AdditiveAttention) or keys is None:  # pragma: no cover - see above
-            return super()._stepper(mem)
-        W_a, v_a = attn.W_a.weight, attn.v_a.weight
-
-        def step(y_prev: Tensor, s_prev: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-            y_emb = F.embedding(y_prev, emb, pad)
-            q = F.linear(s_prev, W_a).unsqueeze(1)  # AdditiveAttention.scores
-            e = F.linear(torch.tanh(q + keys), v_a).squeeze(-1)
-            if bias is not None:  # _softmax_context
-                e = e + bias
-            alpha = torch.softmax(e, dim=-1)
-            c = (alpha.unsqueeze(-1) * h).sum(dim=1)
-            logits, s = advance(y_emb, c, s_prev)
-            return logits, s, alpha
-
-        return step
 
     def _output_layers(self) -> None:
         """W_o and W_y; a subclass calls this after its own layers (the seeds draw in order)."""
@@ -983,6 +921,87 @@ def _unpadded_memory(mem: SourceMemory) -> SourceMemory:
     return dataclasses.replace(mem, bias=None)
 
 
+# --------------------------------------------------------------------------- greedy decoding
+class Greedy(NamedTuple):
+    """What :func:`greedy_steps` wrote: one column per decoder step, one row per sentence.
+
+    Attributes
+    ----------
+    tokens : (B, T_y) long
+        Each row's outputs, its ``<eos>`` included, then ``<pad>``: a row writes ``<pad>``
+        once it has written ``<eos>`` or reached its limit.
+    alpha : (B, T_y, T_x) or None
+        α_t of every step; zero rows where ``tokens`` is ``<pad>``. None without attention.
+    top : (B, T_y) float32
+        The logit of each written token (the largest of its step); 0 where ``<pad>``.
+    log_p : (B, T_y) float32
+        The log-probability of each written token, from a softmax over the whole target
+        vocabulary; 0 where ``<pad>``.
+    """
+
+    tokens: Tensor
+    alpha: Tensor | None
+    top: Tensor
+    log_p: Tensor
+
+
+@torch.no_grad()
+def greedy_steps(decoder: Decoder, mem: SourceMemory, s: Tensor, limits: Sequence[int]) -> Greedy:
+    """Greedy decoding: at every step the most probable output is fed back as y_{t-1}.
+
+    The one greedy loop of the course: :meth:`Seq2Seq.greedy` and
+    :func:`attnlib.decoding.greedy` run it. Every step is one ``decoder.step`` on all the
+    rows; ``<pad>`` and ``<bos>`` are never written (they are not outputs), so the argmax
+    runs over ``<eos>`` and the tokens. A row ends when it writes ``<eos>`` or when it has
+    written ``limits[b]`` tokens; the loop ends when every row has.
+
+    Parameters
+    ----------
+    decoder : Decoder
+        Anything with ``step(y_prev, s_prev, mem) → (logits, s_t, α_t)``.
+    mem : SourceMemory
+        From ``decoder.memory(h, final, mask)``.
+    s : (B, ·)
+        The first decoder state s_0 (``decoder.init_state(final)``, or one of the caller's).
+    limits : sequence of int
+        Most tokens each row may write, ``<eos>`` included (≥ 1).
+
+    Returns
+    -------
+    Greedy
+    """
+    _need(
+        len(limits) >= 1 and all(isinstance(n, int) and n >= 1 for n in limits),
+        f"greedy decoding needs a limit ≥ 1 per row, got {list(limits)!r}",
+    )
+    B = len(limits)
+    limit = torch.tensor(limits)
+    y = torch.full((B,), BOS_ID, dtype=torch.long)  # y_0 = <bos>
+    done = torch.zeros(B, dtype=torch.bool)  # rows that have ended
+    tokens, alphas, tops, log_ps = [], [], [], []
+    for t in range(1, max(limits) + 1):
+        logits, s, alpha = decoder.step(y, s, mem)
+        logits = logits.float()
+        top, y = logits[:, _FIRST_OUTPUT_ID:].max(dim=-1)  # the first largest, as argmax
+        y = y + _FIRST_OUTPUT_ID
+        log_p = torch.log_softmax(logits, dim=-1).gather(1, y.unsqueeze(1)).squeeze(1)
+        y = y.masked_fill(done, PAD_ID)  # an ended row writes <pad> (and reads it next)
+        tokens.append(y)
+        tops.append(top.masked_fill(done, 0.0))
+        log_ps.append(log_p.masked_fill(done, 0.0))
+        if alpha is not None:
+            alphas.append(alpha.masked_fill(done.unsqueeze(1), 0.0))
+        done = done | (y == EOS_ID) | (limit <= t)
+        if bool(done.all()):
+            break
+    return Greedy(
+        torch.stack(tokens, dim=1),
+        torch.stack(alphas, dim=1) if alphas else None,
+        torch.stack(tops, dim=1),
+        torch.stack(log_ps, dim=1),
+    )
+
+
 # --------------------------------------------------------------------------- Seq2Seq
 class Seq2Seq(nn.Module):
     """An encoder and a decoder, joined: the model the chapters train and read.
@@ -1171,6 +1190,11 @@ class Seq2Seq(nn.Module):
             come ``<pad>`` ids.
         alpha : (B, T_y, T_x) or None
             α_ti for every output step (zero rows after ``<eos>``).
+
+        See Also
+        --------
+        greedy_steps : the loop.
+        attnlib.decoding.greedy : the same outputs, with their log-probabilities.
         """
         h, final, mask = self.encode(src)
         B, T_x = src.shape
@@ -1178,29 +1202,8 @@ class Seq2Seq(nn.Module):
             max_len = 2 * T_x + 2
         _need(isinstance(max_len, int) and max_len >= 1, f"max_len must be ≥ 1, got {max_len!r}")
         mem = _unpadded_memory(self.decoder.memory(h, final, mask, edit=edit))
-        s = self.decoder.init_state(final)
-        step = self.decoder._stepper(mem)  # decoder.step(·, ·, mem), weights looked up once
-        y = torch.full((B,), BOS_ID, dtype=torch.long)
-        done: Tensor | None = None  # (B,) bool, once a row has produced <eos>
-        tokens, alphas = [], []
-        for _ in range(max_len):
-            logits, s, alpha = step(y, s)
-            # <pad> and <bos> are never generated (not real outputs): the argmax skips them
-            y = logits[:, _FIRST_OUTPUT_ID:].argmax(dim=-1).add_(_FIRST_OUTPUT_ID)
-            if done is not None:
-                y = y.masked_fill(done, PAD_ID)
-                if alpha is not None:
-                    alpha = alpha.masked_fill(done.unsqueeze(1), 0.0)
-            tokens.append(y)
-            if alpha is not None:
-                alphas.append(alpha)
-            eos = y == EOS_ID
-            if bool(eos.any()):
-                done = eos if done is None else done | eos
-                if bool(done.all()):
-                    break
-        out = torch.stack(tokens, dim=1)
-        return out, (torch.stack(alphas, dim=1) if alphas else None)
+        run = greedy_steps(self.decoder, mem, self.decoder.init_state(final), [max_len] * B)
+        return run.tokens, run.alpha
 
 
 @dataclass(frozen=True)

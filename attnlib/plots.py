@@ -759,7 +759,7 @@ def growth(
 
 
 class _Bucket(Protocol):
-    """What :func:`by_length` reads of a bucket (e.g. :class:`attnlib.train.Bucket`)."""
+    """What :func:`by_length` reads of a bucket (:class:`attnlib.trained.Bucket`)."""
 
     @property
     def lo(self) -> int: ...

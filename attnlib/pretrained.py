@@ -16,6 +16,13 @@ Usage in a chapter::
     model, task, history, metrics = pretrained.load("dates")
     # or retrain from the same recipe instead of loading the checkpoint:
     model, task, history, metrics = pretrained.load("dates", retrain=True)
+    # the same model with another training seed (other initial weights and batch order):
+    dates_1 = pretrained.retrain("dates", seed=1)
+    dates_1.evaluate("test").exact_match, dates_1.translate(["2019-03-07"])
+
+These are the words of :mod:`attnlib.trained`, which :mod:`attnlib.mt.translation` speaks
+too: a :class:`Recipe` per name in :data:`RECIPES`, :func:`load`, :func:`retrain`, and a
+:class:`Pretrained` result with ``evaluate`` and ``translate``.
 
 Setting the environment variable ``ATTNLIB_RETRAIN=1`` makes every
 :func:`load` retrain (the one flag that turns a book build into a live one).
@@ -38,18 +45,20 @@ import hashlib
 import json
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
+from attnlib import trained
 from attnlib.importance import attention_intervention
 from attnlib.models import ScoreEdit, Seq2Seq, make_seq2seq
 from attnlib.runtime import want_retrain
 from attnlib.tasks import Task, make_task
-from attnlib.train import Bucket, History, Metrics, evaluate, train
+from attnlib.train import History, Metrics, evaluate, train, translate
+from attnlib.trained import Translation
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -116,13 +125,40 @@ class Recipe:
         return made if self.attention == "learned" else {**made, "attention": self.attention}
 
 
-class Pretrained(NamedTuple):
-    """What :func:`load` returns: unpack it as ``model, task, history, metrics``."""
+@dataclass(frozen=True)
+class Pretrained:
+    """What :func:`load` and :func:`retrain` return: unpack it as ``model, task, history, metrics``.
+
+    A :class:`attnlib.trained.TrainedModel`: the model (in eval mode), its task, its training
+    history and its held-out test metrics, the recipe's name and the recipe, and the two verbs
+    bound to them, :meth:`evaluate` and :meth:`translate`.
+    """
 
     model: Seq2Seq
     task: Task
     history: History
     metrics: Metrics
+    name: str
+    recipe: Recipe
+
+    def __iter__(self) -> Iterator[Any]:
+        """``model, task, history, metrics = pretrained.load(name)``."""
+        return iter((self.model, self.task, self.history, self.metrics))
+
+    def evaluate(self, split: str = "test", **kw: Any) -> Metrics:
+        """:func:`attnlib.train.evaluate` on ``split``, with the recipe's buckets and edit.
+
+        ``evaluate("test")`` computes :attr:`metrics` again (the stored ones were computed
+        so when the model was made).
+        """
+        kw.setdefault("buckets", self.recipe.buckets)
+        kw.setdefault("edit", _edit(self.recipe))
+        return evaluate(self.model, self.task, split, **kw)
+
+    def translate(self, sources: Sequence[str | Sequence[str]], **kw: Any) -> list[Translation]:
+        """:func:`attnlib.train.translate` with this model, run as it was trained (its edit)."""
+        kw.setdefault("edit", _edit(self.recipe))
+        return translate(self.model, self.task, sources, **kw)
 
 
 # Shared settings: small models that train in seconds on a CPU.
@@ -198,13 +234,13 @@ _RECIPES = [
     # Wiegreffe & Pinter's baseline: the same models trained (and run) with frozen uniform
     # attention, on a task that needs attention and on one that does not.
     _recipe("reverse_uniform", "'reverse' trained with frozen uniform attention "
-            "(α_ti = 1/T_x), same budget: the baseline of chapter 09",
+            "(α_ti = 1/T_x), same budget: the baseline of \"Looked at is not caused by\"",
             {"name": "reverse"}, {}, _SHORT, attention="uniform"),
     _recipe("majority_uniform", "'majority' trained with frozen uniform attention "
-            "(α_ti = 1/T_x), same budget: the baseline of chapter 09",
+            "(α_ti = 1/T_x), same budget: the baseline of \"Looked at is not caused by\"",
             {"name": "majority", "n_train": 10_000}, {}, {"steps": 150}, attention="uniform"),
-    # Bahdanau → Luong on dates, one change at a time (chapter 08): the score, then where c_t
-    # enters, then the query's timing; 'dates_luong' adds input feeding last.
+    # Bahdanau → Luong on dates, one change at a time ("Reading alignment heatmaps"): the score,
+    # then where c_t enters, then the query's timing; 'dates_luong' adds input feeding last.
     _recipe("dates_general", "ablation of 'dates': Luong's general score s_{t-1}ᵀ W_a h_i in "
             "Bahdanau's decoder, same data and budget", {"name": "dates"}, {"score": "general"},
             _DATES),
@@ -225,9 +261,7 @@ def names() -> list[str]:
 
 
 def _recipe_for(name: str) -> Recipe:
-    if name not in RECIPES:
-        raise ValueError(f"no pretrained model {name!r}; choose one of {', '.join(RECIPES)}")
-    return RECIPES[name]
+    return trained.recipe_named(RECIPES, name, "pretrained model")
 
 
 def reseeded(name: str, seed: int) -> Recipe:
@@ -248,9 +282,7 @@ def reseeded(name: str, seed: int) -> Recipe:
     Recipe
     """
     recipe = _recipe_for(name)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a whole number ≥ 0, got {seed!r}")
-    if seed == 0:
+    if trained.check_seed(seed) == 0:
         return recipe
     return dataclasses.replace(
         recipe,
@@ -259,17 +291,26 @@ def reseeded(name: str, seed: int) -> Recipe:
     )
 
 
-def retrain(name: str, *, seed: int = 0, progress: bool = False) -> Pretrained:
+def retrain(name: str, *, seed: int = 0, progress: bool = True) -> Pretrained:
     """Train recipe ``name`` live with training seed ``seed`` (see :func:`reseeded`).
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`names`.
+    seed : int
+        The training seed: 0 is the shipped model's recipe; another seed draws other
+        initial weights and another batch order, on the same data.
+    progress : bool
+        Show the training progress bar.
 
     Returns
     -------
     Pretrained
-        The model in eval mode, its task, history and held-out metrics.
+        The model in eval mode, its task, history and held-out metrics; its ``recipe`` is
+        the reseeded one.
     """
-    result = _fit(reseeded(name, seed), progress)
-    result.model.eval()
-    return result
+    return _fit(reseeded(name, seed), progress)
 
 
 def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
@@ -308,22 +349,20 @@ def score_edit(name: str) -> ScoreEdit | None:
 
 
 def _fit(recipe: Recipe, progress: bool) -> Pretrained:
+    """Train ``recipe`` from scratch: the model (in eval mode), task, history, test metrics."""
     task = make_task(**recipe.task)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
     edit = _edit(recipe)
     history = train(model, task, progress=progress, edit=edit, **recipe.fit)
     metrics = evaluate(model, task, "test", buckets=recipe.buckets, edit=edit)
-    return Pretrained(model, task, history, metrics)
+    model.eval()
+    return Pretrained(model, task, history, metrics, recipe.name, recipe)
 
 
 def _history_dict(h: History) -> dict[str, Any]:
     d = h.as_dict()
     d["seconds"] = 0.0  # wall time differs between runs; keep the file reproducible
     return d
-
-
-def _metrics_from(d: dict[str, Any]) -> Metrics:
-    return Metrics(**{**d, "by_length": [Bucket(**b) for b in d["by_length"]]})
 
 
 def make(
@@ -407,26 +446,20 @@ def load(
     """
     recipe = _recipe_for(name)
     if want_retrain(retrain):
-        result = _fit(recipe, progress)
-        result.model.eval()
-        return result
-    path = checkpoint_path(name, directory)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint {path}; make it with `python -m attnlib.pretrained {name}` "
-            "or pass retrain=True"
-        )
-    ckpt = _read(path)
-    if ckpt.get("format") != FORMAT or ckpt.get("recipe") != recipe.as_dict():
-        raise ValueError(
-            f"checkpoint {path} was made by a different recipe than RECIPES[{name!r}]; "
-            f"regenerate it with `python -m attnlib.pretrained {name}` or pass retrain=True"
-        )
+        return _fit(recipe, progress)
+    ckpt = trained.read_checkpoint(
+        checkpoint_path(name, directory),
+        form=FORMAT,
+        recipe=recipe,
+        name=name,
+        command="python -m attnlib.pretrained",
+    )
     task = make_task(**recipe.task)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
-    return Pretrained(model, task, History(**ckpt["history"]), _metrics_from(ckpt["metrics"]))
+    history, metrics = History(**ckpt["history"]), Metrics.from_dict(ckpt["metrics"])
+    return Pretrained(model, task, history, metrics, name, recipe)
 
 
 def _sha256(path: Path) -> str:

@@ -18,6 +18,11 @@ every ``eval_every`` steps the model decodes the ``valid`` split greedily and
 training stops once its exact match reaches ``target``. Nothing here touches
 ``test``, so :func:`evaluate` on ``"test"`` is an honest held-out number.
 
+:func:`evaluate` and :func:`translate` speak the vocabulary of :mod:`attnlib.trained`,
+shared with the English–French models: ``metrics.by_length`` is a list of
+:class:`attnlib.trained.Bucket` and ``translate`` returns :class:`attnlib.trained.Translation`
+records; :mod:`attnlib.pretrained` binds both to each shipped model.
+
 Determinism: the data order comes from ``seed``, the weights from the seed given
 to :func:`attnlib.models.make_seq2seq`, and training runs with a fixed number
 of torch threads (``n_threads``, default 1). Same seeds on the same machine give
@@ -44,6 +49,7 @@ from attnlib.models import ScoreEdit, Seq2Seq
 from attnlib.progress import Bar
 from attnlib.runtime import eval_mode, torch_threads
 from attnlib.tasks import Task
+from attnlib.trained import Bucket, Translation
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, Pair
 
 __all__ = [
@@ -63,7 +69,7 @@ __all__ = [
 # --------------------------------------------------------------------------- batches
 @dataclass(frozen=True)
 class Batch:
-    """A padded batch of id tensors.
+    """A padded batch of id tensors: what :meth:`attnlib.models.Seq2Seq.forward` and the loss take.
 
     Attributes
     ----------
@@ -73,11 +79,40 @@ class Batch:
         ``<bos>`` y_1 … y_{n}: the decoder inputs under teacher forcing.
     tgt_out : (B, T_y) long
         y_1 … y_n ``<eos>``: what each step must predict (``<pad>`` is ignored).
+    index : (B,) long or None
+        Where the rows came from: their positions in the list of pairs a batch was cut
+        from (:func:`attnlib.mt.tatoeba.batches`); None when the batch is the whole list.
     """
 
     src: Tensor
     tgt_in: Tensor
     tgt_out: Tensor
+    index: Tensor | None = None
+
+    @classmethod
+    def of(
+        cls,
+        src_ids: Sequence[Sequence[int]],
+        tgt_ids: Sequence[Sequence[int]],
+        index: Tensor | None = None,
+    ) -> Batch:
+        """Pad encoded pairs into a batch: ``tgt_ids`` are y_1 … y_n ``<eos>``, as ``tgt_out``.
+
+        ``tgt_in`` is ``tgt_out`` moved one step right behind ``<bos>``, with the ``<eos>``
+        dropped (it is never an input).
+        """
+        tgt_out = _pad(tgt_ids)
+        tgt_in = torch.cat([torch.full((len(tgt_ids), 1), BOS_ID), tgt_out[:, :-1]], dim=1)
+        tgt_in = tgt_in.masked_fill(tgt_in == EOS_ID, PAD_ID)  # <eos> is never an input
+        return cls(_pad(src_ids), tgt_in, tgt_out, index)
+
+    @property
+    def mask(self) -> Tensor:
+        """(B, T_x) bool: True on the real source positions (``<eos>`` included), False on pads.
+
+        The attention mask, equal to ``Seq2Seq.source_mask(src)``.
+        """
+        return self.src != PAD_ID
 
     def __len__(self) -> int:
         return self.src.shape[0]
@@ -87,7 +122,8 @@ class Batch:
         src, tgt_in, tgt_out = self.src[idx], self.tgt_in[idx], self.tgt_out[idx]
         T_x = int((src != PAD_ID).sum(dim=1).max())
         T_y = int((tgt_out != PAD_ID).sum(dim=1).max())
-        return Batch(src[:, :T_x], tgt_in[:, :T_y], tgt_out[:, :T_y])
+        index = None if self.index is None else self.index[idx]
+        return Batch(src[:, :T_x], tgt_in[:, :T_y], tgt_out[:, :T_y], index)
 
 
 def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
@@ -113,10 +149,7 @@ def encode_pairs(task: Task, pairs: Sequence[Pair]) -> Batch:
             raise ValueError(f"pair {k} has an empty source; each source needs T_x ≥ 1 token")
         srcs.append(task.src_vocab.encode(src))
         tgts.append(task.tgt_vocab.encode(tgt))
-    tgt_ids = _pad(tgts)
-    tgt_in = torch.cat([torch.full((len(tgts), 1), BOS_ID), tgt_ids[:, :-1]], dim=1)
-    tgt_in = tgt_in.masked_fill(tgt_in == EOS_ID, PAD_ID)  # <eos> is never an input
-    return Batch(_pad(srcs), tgt_in, tgt_ids)
+    return Batch.of(srcs, tgts)
 
 
 def _epoch(n: int, batch_size: int, gen: torch.Generator) -> list[Tensor]:
@@ -355,22 +388,6 @@ def _score(model: Seq2Seq, data: Batch, edit: ScoreEdit | None = None) -> tuple[
 
 # --------------------------------------------------------------------------- metrics
 @dataclass(frozen=True)
-class Bucket:
-    """Metrics of the examples whose source length lies in ``lo … hi`` (inclusive)."""
-
-    lo: int
-    hi: int
-    n: int
-    token_accuracy: float
-    exact_match: float
-
-    @property
-    def label(self) -> str:
-        """ "5–9", or "7" for a one-length bucket."""
-        return str(self.lo) if self.lo == self.hi else f"{self.lo}–{self.hi}"
-
-
-@dataclass(frozen=True)
 class Metrics:
     """Greedy-decoding metrics on one split.
 
@@ -385,7 +402,8 @@ class Metrics:
     exact_match : float
         Fraction of outputs equal to the target, ``<eos>`` included.
     by_length : list of Bucket
-        The same per source-length bucket, shortest first.
+        The same per source-length bucket, shortest first: each with the scores
+        ``token_accuracy`` and ``exact_match``.
     """
 
     split: str
@@ -395,8 +413,19 @@ class Metrics:
     by_length: list[Bucket]
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain numbers (JSON- and checkpoint-friendly)."""
-        return asdict(self)
+        """Plain numbers (JSON- and checkpoint-friendly); :meth:`from_dict` reads them back."""
+        return {
+            "split": self.split,
+            "n": self.n,
+            "token_accuracy": self.token_accuracy,
+            "exact_match": self.exact_match,
+            "by_length": [b.as_dict() for b in self.by_length],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Metrics:
+        """The metrics :meth:`as_dict` wrote (as a checkpoint stores them)."""
+        return cls(**{**d, "by_length": [Bucket.from_dict(b) for b in d["by_length"]]})
 
     def table(self) -> str:
         """A small text table: one line per length bucket, then the total."""
@@ -465,15 +494,11 @@ def evaluate(
     for lo, hi in zip(edges, his, strict=True):
         sel = (src_len >= lo) & (src_len <= hi)
         if sel.any():
-            by_length.append(
-                Bucket(
-                    lo=lo,
-                    hi=hi,
-                    n=int(sel.sum()),
-                    token_accuracy=float(correct[sel].sum() / n[sel].sum()),
-                    exact_match=float(exact[sel].mean()),
-                )
-            )
+            scores = {
+                "token_accuracy": float(correct[sel].sum() / n[sel].sum()),
+                "exact_match": float(exact[sel].mean()),
+            }
+            by_length.append(Bucket(lo, hi, int(sel.sum()), scores))
     return Metrics(
         split=split,
         n=len(pairs),
@@ -481,28 +506,6 @@ def evaluate(
         exact_match=float(exact.mean()),
         by_length=by_length,
     )
-
-
-@dataclass(frozen=True)
-class Translation:
-    """One greedy output with its attention map, ready for a heatmap.
-
-    Attributes
-    ----------
-    src : list of str
-        Source tokens, ``<eos>`` included: the T_x column labels.
-    out : list of str
-        Output tokens, ``<eos>`` included if produced: the T_y row labels.
-    alpha : (T_y, T_x) ndarray or None
-        α_ti; None for the no-attention baseline.
-    text : str
-        The output as readable text (without ``<eos>``).
-    """
-
-    src: list[str]
-    out: list[str]
-    alpha: np.ndarray | None
-    text: str
 
 
 def translate(

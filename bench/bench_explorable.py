@@ -1,13 +1,13 @@
 """The in-browser explorables: cost of a move, size of their parts.
 
-Four explorables run in the reader's browser (anywidget, no kernel): chapter 04's
-drag-the-decoder-state (``attnlib.explorables.drag.AttentionDrag``) and the slider explorers of
-``attnlib.explorables.sliders``: the step slider (chapter 02), the score sliders (chapter 03) and
-the sharpness slider (chapter 05). A move is timed in headless Chromium on the built site (every
-outside request blocked, 1280 px, light mode), two ways, over 120 moves each:
+Four explorables run in the reader's browser (anywidget, no kernel): drag-the-decoder-state in
+``score_functions`` (``attnlib.explorables.drag.AttentionDrag``) and the slider explorers of
+``attnlib.explorables.sliders``: the step slider (``attention_step``), the score sliders
+(``softmax``) and the sharpness slider (``entropy``). A move is timed in headless Chromium on the
+built site (every outside request blocked, 1280 px, light mode), two ways, over 120 moves each:
 
-1. **mouse**: a real drag (Playwright's mouse): of s_{t-1} in chapter 04, of the first slider
-   elsewhere; the widget times each event with ``performance.now()`` from the event to the
+1. **mouse**: a real drag (Playwright's mouse): of s_{t-1} in ``score_functions``, of the first
+   slider elsewhere; the widget times each event with ``performance.now()`` from the event to the
    redrawn figure (math, SVG and texts updated in place). A slider fires an event only when its
    value changes, so the step slider (T_y values) yields fewer timed moves;
 2. **with layout**: the first slider moved by script, each move followed by a forced style and
@@ -46,15 +46,15 @@ SITE = ROOT / "_build" / "html"
 TARGET_MS = 16.0
 #: explorable -> its chapter page (relative to the site)
 PAGES = {
-    "drag s_{t-1} (ch. 04)": "chapters/score_functions.html",
-    "step slider t (ch. 02)": "chapters/attention_step.html",
-    "score sliders (ch. 03)": "chapters/softmax.html",
-    "sharpness β (ch. 05)": "chapters/entropy.html",
+    "drag s_{t-1} (score_functions)": "chapters/score_functions.html",
+    "step slider t (attention_step)": "chapters/attention_step.html",
+    "score sliders (softmax)": "chapters/softmax.html",
+    "sharpness β (entropy)": "chapters/entropy.html",
 }
 VIEWS = {
-    "step slider t (ch. 02)": "step",
-    "score sliders (ch. 03)": "softmax",
-    "sharpness β (ch. 05)": "temperature",
+    "step slider t (attention_step)": "step",
+    "score sliders (softmax)": "softmax",
+    "sharpness β (entropy)": "temperature",
 }
 
 

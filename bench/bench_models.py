@@ -1,4 +1,4 @@
-"""Training speed, held-out accuracy and memory of the seq2seq models (issue 3).
+"""Training speed, held-out accuracy and memory of the seq2seq models the chapters ship.
 
 Rows:
 

@@ -12,16 +12,16 @@ an empty notebook cache and leaves the repository's own ``_build`` alone:
 3. **site size**: every file of ``_build/html`` (vendored JavaScript included);
 4. **heaviest page**: the largest page counted as its HTML (embedded widget state included) plus
    the images of ``_images/`` it shows; shared assets (``_static``, ``_vendor``) are not counted;
-5. **page weight as a reader's browser sees it** (issue 16, item 8): every page opened in headless
-   Chromium (Debian's ``chromium``) from a local HTTP server with every outside request blocked,
+5. **page weight as a reader's browser sees it**: every page opened in headless Chromium
+   (Debian's ``chromium``) from a local HTTP server with every outside request blocked,
    counting the uncompressed bytes of everything the page requests (HTML, scripts, stylesheets,
    fonts, images, MathJax's on-demand files), each distinct URL once, until the network is idle.
    Rows: the median page, the heaviest page with widgets (saved widget state), and the largest
    single files requested (shared by many pages, so a browser cache pays for them once).
 
-The issues set targets for 1, 2 and 5 (median page ≤ 1.5 MB, widget pages ≤ 2.5 MB); the size
-targets of 3 and 4 (site ≤ 100 MB, page ≤ 10 MB) are this file's proposal, so a learner on a slow
-line is not kept waiting.
+The targets of 1 and 2 keep the author's loop short; those of 5 (median page ≤ 1.5 MB, widget
+pages ≤ 2.5 MB) and the size targets of 3 and 4 (site ≤ 100 MB, page ≤ 10 MB) keep a learner on
+a slow or metered line from waiting.
 
 Run on its own with ``python bench/bench_site.py``; ``python bench/bench_site.py weight [SITE]``
 measures only the page weight of an already built site (``_build/html`` by default).
@@ -54,7 +54,7 @@ CLEAN_TARGET_S = 180.0
 REBUILD_TARGET_S = 20.0
 SITE_TARGET_MB = 100.0
 PAGE_TARGET_MB = 10.0
-#: Issue 16, item 8: everything a page requests, uncompressed.
+#: Everything a page requests, uncompressed (tests/site/test_site.py holds the pages to them).
 MEDIAN_PAGE_TARGET_MB = 1.5
 WIDGET_PAGE_TARGET_MB = 2.5
 #: Folders of the built site that hold assets, not pages.

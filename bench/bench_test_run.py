@@ -1,6 +1,6 @@
 """How long the README's test command takes: fresh clone, second run, and `make check`.
 
-The targets are the contributors' (README, "For developers"): on a quiet 2-core machine a
+The targets are the contributors' (CONTRIBUTING.md, "The two loops"): on a quiet 2-core machine a
 fresh clone's ``make test``, set-up included, in ≤ 15 min; a second run in ≤ 8 min; ``make
 check`` in ≤ 60 s. Each is a wall-clock time, so it depends on what else runs: the row says
 the load average at its start and end, and ``make test-under-load`` is how the suite's

@@ -1,4 +1,4 @@
-"""The English→French model: held-out BLEU, retraining, training and decoding speed (issue 15).
+"""The English→French model: held-out BLEU, retraining, training and decoding speed.
 
 Rows, in four groups (``python bench/bench_translation.py [GROUP ...]`` runs some):
 

@@ -1,4 +1,4 @@
-"""The PyTorch tutorial's attention model, as a yardstick for the course's (issue 15).
+"""The PyTorch tutorial's attention model, the yardstick for the speed of the course's own.
 
 The model is the one of the PyTorch tutorial "NLP From Scratch: Translation with a
 Sequence to Sequence Network and Attention" (``EncoderRNN`` and ``AttnDecoderRNN``),

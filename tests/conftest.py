@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # no window, ever: every figure a test draws stays off sc
 
 import numpy as np
 import pytest
+from _pytest.nodeid import NodeId
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -191,8 +192,116 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_ELSEWHERE:
             item.add_marker(pytest.mark.slow)
     # A renamed test would silently lose its mark: say so when its whole module was collected.
-    whole_modules = not any("::" in arg for arg in config.args) and not config.getoption("lf")
+    whole_modules = not any("::" in arg for arg in config.args) and not config.getoption(
+        "lf", default=False
+    )
     modules = {item.path.name for item in items}
     stale = sorted(n for n in SLOW_ELSEWHERE - collected if n.split("::")[0] in modules)
     if whole_modules and stale:
         raise pytest.UsageError(f"tests/conftest.py SLOW_ELSEWHERE names no test: {stale}")
+    _schedule(config, items)
+
+
+# --------------------------------------------------------------------------- scheduling
+#: Modules whose module-scoped fixture is expensive (a class of submissions graded, a fresh
+#: environment installed): with ``--dist loadgroup`` (``make test``) all their tests run on one
+#: worker, so the fixture is made once per run instead of once per worker.
+GROUPED = {
+    "test_hostile.py": "hostile",
+    "test_binder.py": "binder",
+    "test_colab.py": "colab",
+    "test_grading_decoding.py": "grading-decoding",
+    "test_grading_torch.py": "grading-torch",
+    "test_variants.py": "variants",
+}
+#: The JUnit report of the last ``make test`` (its step over tests/), read for test durations.
+REPORT = ROOT / "_build" / "test-report.xml"
+
+
+def _last_durations() -> dict[str, float]:
+    """Each test's duration in the last report, by ``path::name`` (empty without a report)."""
+    import xml.etree.ElementTree as ET
+
+    if not REPORT.is_file():
+        return {}
+    try:
+        root = ET.parse(REPORT).getroot()
+    except ET.ParseError:
+        return {}
+    out: dict[str, float] = {}
+    for case in root.iter("testcase"):
+        module = case.get("classname", "").split(".")
+        path = "/".join(
+            module[: next((k for k, m in enumerate(module) if m.startswith("test_")), 0) + 1]
+        )
+        name = case.get("name", "")
+        for group in GROUPED.values():  # a grouped test's id ends in "@group" (see _schedule),
+            # which the report writes "test@group", or "test[param]@group]" with a parameter
+            for suffix in (f"@{group}]", f"@{group}"):
+                if name.endswith(suffix):
+                    name = name.removesuffix(suffix)
+                    break
+        out[f"{path}.py::{name}"] = float(case.get("time") or 0.0)
+    return out
+
+
+def _schedule(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the expensive modules and put the longest modules first (longest processing time).
+
+    Only the order of whole modules changes (the tests of a module stay together, so a
+    module-scoped fixture is made once per worker). A module's length is its tests' durations
+    in the last report, or an estimate where there is none (a slow test 5 s, another 0.2 s,
+    and 60 s for a grouped module's fixture). The order decides nothing but which worker runs what when.
+    """
+    for item in items:
+        group = GROUPED.get(item.path.name)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+            if getattr(config.option, "loadgroup", False):  # set on a worker of --dist loadgroup
+                # xdist sends a test to the worker of its group when its id ends in "@group";
+                # it writes that suffix to ``item._nodeid``, which pytest 9 no longer reads (the
+                # id is ``item._id``), so the group mark alone would leave the tests scattered.
+                item._id = NodeId.parse(f"{item.nodeid}@{group}")
+    last = _last_durations()
+
+    def estimate(item: pytest.Item) -> float:
+        known = last.get(f"{item.nodeid.split('::')[0]}::{item.name}")
+        if known is not None:
+            return known
+        return 5.0 if item.get_closest_marker("slow") else 0.2
+
+    length: dict[Path, float] = {}
+    for item in items:
+        if item.path not in length:  # a grouped module's fixture, where no report says better
+            length[item.path] = 60.0 if item.path.name in GROUPED and not last else 0.0
+        length[item.path] += estimate(item)
+    first_seen = {path: k for k, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-length[item.path], first_seen[item.path]))
+
+
+# --------------------------------------------------------------------------- the book's pages
+def toc_pages(root: Path = ROOT) -> list[str]:
+    """Every page of ``_toc.yml`` in reading order (``chapters/symbols``, ...), read here.
+
+    A ``glob`` entry (``exercises/[0-9]*``) stands for the pages it matches, sorted, as Sphinx
+    reads it: ``*`` stops at a ``/``. Read independently of ``attnlib.bundle.toc_notebooks``,
+    which the tests hold to it.
+    """
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+    stack = list(toc.get("parts", [])) + list(toc.get("chapters", []))
+    while stack:
+        entry = stack.pop(0)
+        if "file" in entry:
+            pages.append(entry["file"])
+        if "glob" in entry:
+            matched = {
+                p.relative_to(root).with_suffix("").as_posix()
+                for suffix in (".md", ".ipynb")
+                for p in root.glob(entry["glob"] + suffix)
+            }
+            pages += sorted(matched)
+        stack[:0] = list(entry.get("chapters", [])) + list(entry.get("sections", []))
+    return pages

@@ -2,8 +2,8 @@
 
 Each test names the chapter item whose evidence cell depends on it, so that a
 change to attnlib that breaks a claim fails here, not only in a notebook.
-Chapters: 10 true or false (TF), 11 spot the error (SE), 12 why (WHY),
-13 edge cases (EC).
+Chapters: "True or false" (TF, chapters/true_or_false), "Spot the error" (SE,
+chapters/spot_the_error), "Why?" (WHY, chapters/why), "Edge cases" (EC, chapters/edge_cases).
 """
 
 from __future__ import annotations
@@ -440,7 +440,7 @@ def test_why1_context_in_both_places_learns_fastest():
         history = trained(name).history
         curves[name] = dict(zip(history.eval_step, history.valid_exact_match, strict=True))
     common = sorted(set.intersection(*(set(c) for c in curves.values())))
-    step = max(common, key=lambda s: np.ptp([c[s] for c in curves.values()]))  # as chapter 12
+    step = max(common, key=lambda s: np.ptp([c[s] for c in curves.values()]))  # as "Why?" does
     at = {name: c[step] for name, c in curves.items()}
     assert at["dates"] > max(at["dates_ctx_state"], at["dates_ctx_output"])
     for name in ("dates_ctx_state", "dates_ctx_output", "dates"):

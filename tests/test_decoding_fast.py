@@ -1,9 +1,11 @@
-"""Tests of the fast paths of decoding (issue 15): they must give what the general paths give.
+"""Tests of the fast paths of decoding: they must give what the general paths give.
 
 The references are the general code paths themselves, run on the same inputs: the beam search
 with k = 1 (``decoding._search``), a greedy loop written here the way ``Seq2Seq.greedy`` was
 written before it was sped up (every step masked and argmaxed over the whole vocabulary), the
 encoder's padded path (taken whenever gradients are on), and attention with an explicit mask.
+The one-sentence path is ``attnlib._decoding_fast``, the private module beside
+``attnlib.decoding`` that rearranges the course model's arithmetic for one sentence.
 Equality is exact (``torch.equal``, ``==`` on floats) wherever the two paths do the same
 arithmetic; ``torch.logsumexp`` is met up to rounding, and so is the one-sentence path of
 ``beam_search`` with k = 1 (the translate widget's), which rearranges the course model's
@@ -13,8 +15,6 @@ float32 rounding.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Iterator
 
 import pytest
@@ -392,55 +392,14 @@ def test_a_model_in_train_mode_comes_back_in_train_mode_with_the_same_output() -
     assert model.encoder.training
 
 
-# --------------------------------------------------------------------------- the step closure
-STEP_CASES = [
-    {"decoder": "bahdanau"},
-    {"decoder": "bahdanau", "context_in": "state"},
-    {"decoder": "bahdanau", "context_in": "output"},
-    {"decoder": "bahdanau", "score": "general"},
-    {"decoder": "none"},
-    {"decoder": "none", "context_in": "output"},
-    {"decoder": "luong"},
-    {"decoder": "bahdanau", "s0": "backward"},
-]
-
-
-@pytest.mark.parametrize("kw", STEP_CASES, ids=lambda kw: "-".join(map(str, kw.values())))
-@pytest.mark.parametrize("lengths", [[4], [3, 5, 1]], ids=["one sentence", "padded batch"])
-def test_the_step_closure_is_decoder_step(kw: dict, lengths: list[int]) -> None:
-    model = make_seq2seq(V_SRC, V_TGT, seed=8, **{**TINY, **kw})
-    src = _src(lengths, 8)
-    with torch.no_grad():
-        h, final, mask = model.encode(src)
-        mem = model.decoder.memory(h, final, mask)
-        fast = model.decoder._stepper(mem)
-        fast_is_closure = not isinstance(fast, functools.partial)
-        expected = kw["decoder"] != "luong" and kw.get("score", "additive") == "additive"
-        assert fast_is_closure == expected  # the course's own models take the closure
-        s_a = s_b = model.decoder.init_state(final)
-        g = torch.Generator().manual_seed(1)
-        for _ in range(4):
-            y = torch.randint(2, V_TGT, (len(lengths),), generator=g)
-            logits_a, s_a, alpha_a = model.decoder.step(y, s_a, mem)
-            logits_b, s_b, alpha_b = fast(y, s_b)
-            assert torch.equal(logits_a, logits_b)
-            assert torch.equal(s_a, s_b)
-            assert (alpha_a is None) == (alpha_b is None)
-            if alpha_a is not None and alpha_b is not None:
-                assert torch.equal(alpha_a, alpha_b)
-
-
-def test_the_step_closure_respects_what_it_cannot_see(monkeypatch: pytest.MonkeyPatch) -> None:
+# --------------------------------------------------------------------------- replaced methods
+def test_decoding_runs_a_replaced_method_of_the_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A learner's replacement of a decoder method (here the output layer) is what every
+    decoder runs: the greedy loop and the one-sentence path, which then steps aside."""
     model = _model("bahdanau", 6)
-    with torch.no_grad():
-        h, final, mask = model.encode(_src([3, 2]))
-        mem = model.decoder.memory(h, final, mask)
-        # keys recomputed each step, a score edit, a patched method: the plain step runs
-        bare = dataclasses.replace(mem, keys=None)
-        assert isinstance(model.decoder._stepper(bare), functools.partial)
-        edited = model.decoder.memory(h, final, mask, edit=lambda e, **_: 0 * e)
-        assert isinstance(model.decoder._stepper(edited), functools.partial)
-        monkeypatch.setattr(model.decoder, "readout", lambda parts, y_emb: torch.zeros(2, V_TGT))
-        assert isinstance(model.decoder._stepper(mem), functools.partial)
-        tokens, _ = model.greedy(_src([3, 2]), max_len=3)
-    assert tokens[:, 0].tolist() == [EOS_ID, EOS_ID]  # all-zero logits: the first output id wins
+    monkeypatch.setattr(model.decoder, "readout", lambda parts, y_emb: torch.zeros(1, V_TGT))
+    assert not _one_sentence_path(model, _src([3]))
+    tokens, _ = model.greedy(_src([3]), max_len=3)
+    assert tokens.tolist() == [[EOS_ID]]  # all-zero logits: the first output id wins
+    [d] = beam_search(model, _src([3]), k=1)
+    assert (d.tokens, d.finished) == ((), True)

@@ -281,15 +281,19 @@ def test_intervention_effect_reports_a_change_and_matches_evaluate(task, model) 
 
 
 # --------------------------------------------------------------------------- plots used by Part II
-# (attnlib/plots.by_length and heatmap_entropy were added for chapters 07 and 08)
+# (attnlib/plots.by_length and heatmap_entropy were added for the chapters "The fixed-length
+# bottleneck" and "Reading alignment heatmaps")
 def test_by_length_plots_one_line_per_model_at_bucket_centres() -> None:
     import matplotlib.pyplot as plt
 
     from attnlib import plots
-    from attnlib.train import Bucket
+    from attnlib.trained import Bucket
 
-    a = [Bucket(5, 9, 10, 0.9, 0.8), Bucket(10, 14, 10, 0.7, 0.5)]
-    b = [Bucket(5, 9, 10, 0.5, 0.4), Bucket(10, 14, 10, 0.2, 0.1)]
+    def bucket(lo: int, hi: int, token: float, exact: float) -> Bucket:
+        return Bucket(lo, hi, 10, {"token_accuracy": token, "exact_match": exact})
+
+    a = [bucket(5, 9, 0.9, 0.8), bucket(10, 14, 0.7, 0.5)]
+    b = [bucket(5, 9, 0.5, 0.4), bucket(10, 14, 0.2, 0.1)]
     lines = plots.by_length({"attention": a, "baseline": b}, metric="exact_match")
     ax = lines[0].axes
     np.testing.assert_allclose(lines[0].get_xdata(), [7, 12])
@@ -484,18 +488,6 @@ def test_token_weight_and_repeated_on_a_hand_made_result() -> None:
     np.testing.assert_array_equal(res.repeated(), [False, True])
     np.testing.assert_allclose(res.moved(), [0.3, 0.7])
     assert res.median_jsd() == pytest.approx(0.35)
-
-
-@pytest.mark.slow  # torch.optim.Adam's first use costs about a second
-def test_the_search_steps_as_torch_adam_does() -> None:
-    z = torch.randn(4, 5, generator=torch.Generator().manual_seed(0))
-    ref = z.clone().requires_grad_(True)
-    mine, theirs = imp._Adam(z, lr=0.3), torch.optim.Adam([ref], lr=0.3)
-    for _ in range(30):
-        mine.step(torch.sin(3 * z) + z)
-        ref.grad = torch.sin(3 * ref.detach()) + ref.detach()
-        theirs.step()
-    np.testing.assert_allclose(z.numpy(), ref.detach().numpy(), atol=1e-6)
 
 
 def test_adversarial_errors(task, model) -> None:

@@ -140,7 +140,8 @@ def test_step_diagram_shows_the_score_parameters_when_given():
 
 
 # The website shows a figure at its natural size only up to its text column (about 650 px at a
-# 1280 px window, 100 dpi): a wider one is scaled down, its text with it (issue 16, item 4).
+# 1280 px window, 100 dpi): a wider one is scaled down, its text with it, below what a reader
+# can read comfortably.
 COLUMN_INCHES = 6.5
 #: The smallest text a figure may draw (points): 8 pt is 11 px at 100 dpi.
 SMALLEST_FONT_PT = 8

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from attnlib import colab
-from conftest import NOTEBOOKS, ROOT
+from conftest import EXERCISES, NOTEBOOKS, ROOT, toc_pages
 
 
 def pins(path: Path) -> dict[str, Version]:
@@ -84,19 +84,21 @@ def test_notebooks_are_committed_without_outputs(path):
             assert cell["execution_count"] is None, f"{path.name}: clear execution counts"
 
 
-def test_toc_lists_every_chapter_and_nothing_missing():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        files += [c["file"] for c in part["chapters"]]
-    for f in files:
-        assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f
+def test_toc_lists_every_chapter_and_exercise_once_and_nothing_missing():
+    pages = toc_pages()
+    assert len(pages) == len(set(pages)), "a page is listed twice in _toc.yml"
+    for page in pages:
+        assert any((ROOT / page).with_suffix(s).exists() for s in (".md", ".ipynb")), page
     chapters = {
         p.relative_to(ROOT).with_suffix("").as_posix()
         for p in (ROOT / "chapters").glob("*.*")
         if p.suffix in (".md", ".ipynb")
     }
-    assert chapters <= set(files), f"chapters not in _toc.yml: {chapters - set(files)}"
+    assert chapters <= set(pages), f"chapters not in _toc.yml: {chapters - set(pages)}"
+    # one exercise page per instructor source (`make exercises` writes it), in number order
+    sources = sorted(p.stem for p in (EXERCISES / "source").glob("*.ipynb"))
+    exercises = [p.split("/")[1] for p in pages if re.fullmatch(r"exercises/\d+_\w+", p)]
+    assert exercises == sources, "run `make exercises`: a student notebook differs from the sources"
 
 
 def test_ci_runs_the_readme_test_command():

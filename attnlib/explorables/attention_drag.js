@@ -1,10 +1,10 @@
-// The attention step you can drag: attnlib.explorable.AttentionDrag's front end (an anywidget).
+// The attention step you can drag: attnlib.explorables.drag.AttentionDrag's front end (an anywidget).
 //
 // The reader's browser computes everything here, with no kernel: the scores
 //   dot:      e_ti = β s_{t-1}·h_i
 //   additive: e_ti = β v_a^T tanh(W_a s_{t-1} + U_a h_i)
 // the weights α_ti = softmax_i(e_ti) and the context c_t = Σ_i α_ti h_i, and draws them as SVG.
-// attnlib.core is the reference: tests/test_explorable.py compares this code with it in a browser.
+// attnlib.core is the reference: tests/explorables/test_front_ends.py compares this code with it in a browser.
 // In Jupyter the state (s, beta, score) syncs with the kernel; on the static site it stays in the page.
 
 const SVG = "http://www.w3.org/2000/svg";

@@ -1,15 +1,17 @@
-// Sliders whose figure your browser computes: the front end of attnlib.widgets' three explorers
-// (an anywidget ES module; one module, three views, chosen by the model's `view`):
+// Sliders whose figure your browser computes: the front end of attnlib.explorables.sliders' three
+// explorers (an anywidget ES module; one module, three views, chosen by the model's `view`):
 //
-//   "step"        (chapter 02)  a step slider t over a trained model's weights α_ti: the heatmap
-//                               row t is framed and drawn as bars (the data is precomputed);
-//   "softmax"     (chapter 03)  one slider per score e_ti: bars of e_ti and of α_ti = softmax_i(e_ti);
-//   "temperature" (chapter 05)  a sharpness slider β: bars of α_ti = softmax_i(β e_ti) and the
-//                               entropy H = −Σ_i α_ti log α_ti against its ceiling log T_x.
+//   "step"        (chapters/attention_step) a step slider t over a trained model's weights α_ti:
+//                 the heatmap row t is framed and drawn as bars (the data is precomputed);
+//   "softmax"     (chapters/softmax) one slider per score e_ti: bars of e_ti and of
+//                 α_ti = softmax_i(e_ti);
+//   "temperature" (chapters/entropy) a sharpness slider β: bars of α_ti = softmax_i(β e_ti) and
+//                 the entropy H = −Σ_i α_ti log α_ti against its ceiling log T_x.
 //
 // No kernel is needed: on the static site the saved widget state draws the figure and this code
 // moves it; in Jupyter, on Binder and on Colab the controls also sync with the kernel.
-// attnlib.core is the reference: tests/test_explorable.py holds this math to it in a browser.
+// attnlib.core is the reference: tests/explorables/test_front_ends.py holds this math to it in a
+// browser.
 
 const SVG = "http://www.w3.org/2000/svg";
 const W = 320; // a panel's SVG user units (it scales with its box)

@@ -6,12 +6,13 @@ its figure as SVG and redraws it on every slider move **in the browser**: on the
 website (where the saved widget state draws it, with no kernel and no network), in Jupyter, on
 Binder and on Colab (where the slider values also sync with the kernel).
 
-* :class:`StepExplorer` (chapter 02): a step slider t over a trained model's weights α_ti, the
-  heatmap row t framed and drawn as bars (the weights are data: nothing is computed per move);
-* :class:`SoftmaxExplorer` (chapter 03): one slider per score e_ti, bars of e_ti and of
+* :class:`StepExplorer` (chapters/attention_step): a step slider t over a trained model's
+  weights α_ti, the heatmap row t framed and drawn as bars (the weights are data: nothing is
+  computed per move);
+* :class:`SoftmaxExplorer` (chapters/softmax): one slider per score e_ti, bars of e_ti and of
   α_ti = softmax_i(e_ti);
-* :class:`TemperatureExplorer` (chapter 05): a sharpness slider β, bars of softmax_i(β e_ti) and
-  the entropy H against its ceiling log T_x.
+* :class:`TemperatureExplorer` (chapters/entropy): a sharpness slider β, bars of
+  softmax_i(β e_ti) and the entropy H against its ceiling log T_x.
 
 Each class's ``current()`` is what the figure shows for the current slider values, computed by
 :mod:`attnlib.core`; the browser tests hold the JavaScript to it. The ``*_explorer`` functions are
@@ -19,7 +20,8 @@ what the chapters call.
 
 See Also
 --------
-attnlib.explorables.drag : the drag-the-decoder-state explorable of chapter 04, built the same way.
+attnlib.explorables.drag : the drag-the-decoder-state explorable of chapters/score_functions,
+    built the same way.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class _Explorer(anywidget.AnyWidget):
     view = traitlets.Unicode().tag(sync=True)
 
 
-# --------------------------------------------------------------------------- softmax (chapter 3)
+# --------------------------------------------------------------------------- softmax
 class SoftmaxExplorer(_Explorer):
     """One slider per raw score e_ti; bars of the scores and of their softmax weights α_ti.
 
@@ -143,7 +145,7 @@ def softmax_explorer(
     return SoftmaxExplorer(e, labels, score_range)
 
 
-# --------------------------------------------------------------------------- steps (chapter 2)
+# --------------------------------------------------------------------------- steps
 class StepExplorer(_Explorer):
     """A slider over output steps t: the heatmap of α with row t framed, row t as bars.
 
@@ -219,7 +221,7 @@ def step_explorer(
     return StepExplorer(alpha, src_tokens, tgt_tokens, t=1)
 
 
-# --------------------------------------------------------------------------- temperature (ch. 5)
+# --------------------------------------------------------------------------- temperature
 class TemperatureExplorer(_Explorer):
     """A sharpness slider β: bars of α = softmax(β e) and the entropy H against log T_x.
 

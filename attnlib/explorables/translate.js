@@ -1,4 +1,5 @@
-// The front end of attnlib.translator's TranslateWidget (chapter 17): an anywidget ES module.
+// The front end of attnlib.explorables.translate's TranslateWidget (chapters/real_alignments): an
+// anywidget ES module.
 //
 // A form (an English sentence, a beam size k, a Translate button) over an output area: the summary
 // (HTML), the figure of α_ti and H_t (a PNG, base64, with its alt text) and a collapsed table, or

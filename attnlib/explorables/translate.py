@@ -2,12 +2,12 @@
 
 Three entry points, from plain data to a widget:
 
-* :func:`explain` — one English sentence → an :class:`Explanation`: the source
+* :func:`read_sentence` — one English sentence → a :class:`Reading`: the source
   tokens the model reads (``<unk>`` where a word is not in its vocabulary), the
   French tokens it writes, the translation as :func:`attnlib.mt.translation.translate`
   gives it, the weights α (T_y, T_x) of the best beam-search hypothesis and the
   entropy H_t = -Σ_i α_ti log α_ti of every output step.
-* :func:`plot_explanation` — that explanation as a heatmap (output steps t as
+* :func:`plot_reading` — that reading as a heatmap (output steps t as
   rows, source positions i as columns) with a bar of H_t beside each row.
 * :func:`translate_widget` — a text box, a beam-size control k and a button over
   the translation, the figure and a table, for Jupyter, Binder or Colab.
@@ -16,7 +16,7 @@ The widget is one `anywidget <https://anywidget.dev>`_, like the explorers of
 :mod:`attnlib.explorables.sliders`: its front end (``attnlib/explorables/translate.js`` and
 ``translate.css``) draws the form and the output area, and the kernel fills the
 output through synced traits (the summary and the table as HTML, the figure as a
-base64 PNG, its alt text, the problem if any), computed by :func:`explain` and
+base64 PNG, its alt text, the problem if any), computed by :func:`read_sentence` and
 :func:`render`. The widget opens with its first sentence translated, so the built
 website, which embeds the widget state saved when the chapter ran, shows that
 translation, figure and table without a kernel and without the ipywidgets widget
@@ -28,7 +28,8 @@ output area, never a traceback.
 See Also
 --------
 attnlib.mt.translation : the English→French model, its recipes and checkpoints.
-The Part IV chapter that ends with this widget (chapters/17_*, issue 15).
+The chapter that ends with this widget, "Bahdanau et al.'s two figures on real data"
+(chapters/real_alignments).
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ __all__ = [
     "MAX_BEAM",
     "MAX_CHARS",
     "MAX_TOKENS",
-    "Explanation",
+    "Reading",
     "Rendered",
     "TranslateWidget",
-    "explain",
-    "plot_explanation",
+    "plot_reading",
+    "read_sentence",
     "render",
     "translate_widget",
 ]
@@ -74,7 +75,7 @@ EXAMPLE = "The red car is mine."
 """The sentence the widget opens with."""
 
 MAX_TOKENS = 26
-"""Most source tokens (words and punctuation, T_x without ``<eos>``) :func:`explain` accepts.
+"""Most source tokens (words and punctuation, T_x without ``<eos>``) :func:`read_sentence` accepts.
 
 Twice the longest English source of the training split, which has 13 tokens
 (9 words; the training sources have 1 to 9 words). A sentence up to twice as
@@ -93,9 +94,9 @@ DPI = 90
 """Resolution of the widget's figure, as in :mod:`attnlib.explorables.sliders`."""
 
 
-# --------------------------------------------------------------------------- explanation
+# --------------------------------------------------------------------------- reading
 @dataclass(frozen=True, eq=False)
-class Explanation:
+class Reading:
     """One sentence as the model reads, attends and writes it.
 
     Attributes
@@ -130,7 +131,7 @@ class Explanation:
 
     See Also
     --------
-    explain : makes one.
+    read_sentence : makes one.
     """
 
     text: str
@@ -153,11 +154,6 @@ class Explanation:
     def T_y(self) -> int:
         """Output steps, the final ``<eos>`` included if written."""
         return len(self.output_tokens)
-
-
-def _words(tokens: Sequence[str]) -> int:
-    """Words among tokens: those holding a letter or a digit (as the length buckets count)."""
-    return sum(any(ch.isalnum() for ch in t) for t in tokens)
 
 
 def _check_trained(trained: object) -> None:
@@ -207,10 +203,10 @@ def _message(
             "where you typed it and cannot know what it meant."
         )
     trained_on = trained.recipe.max_src_len
-    if trained_on is not None and _words(tokens) > trained_on:
+    if trained_on is not None and tb.count_words(tokens) > trained_on:
         notes.append(
             f"This model was trained only on sources of at most {trained_on} words; "
-            f"this one has {_words(tokens)}."
+            f"this one has {tb.count_words(tokens)}."
         )
     if not finished:
         notes.append(
@@ -220,7 +216,7 @@ def _message(
     return " ".join(notes) if notes else None
 
 
-def explain(trained: tr.Trained, text: str, k: int = 5) -> Explanation:
+def read_sentence(trained: tr.Trained, text: str, k: int = 5) -> Reading:
     """Translate one English sentence and keep what the model attended to at every step.
 
     Parameters
@@ -235,7 +231,7 @@ def explain(trained: tr.Trained, text: str, k: int = 5) -> Explanation:
 
     Returns
     -------
-    Explanation
+    Reading
         ``alpha`` has shape (T_y, T_x) = (len(output_tokens), len(source_tokens)).
 
     Raises
@@ -249,41 +245,40 @@ def explain(trained: tr.Trained, text: str, k: int = 5) -> Explanation:
 
     See Also
     --------
-    attnlib.mt.translation.decode : the beam search behind it.
-    plot_explanation : the figure.
+    attnlib.mt.translation.translate : the translation behind it.
+    plot_reading : the figure.
     """
     _check_trained(trained)
     tokens = _check_text(text)
-    data = trained.data
-    stoi = data.src_vocab.stoi
+    stoi = trained.data.src_vocab.stoi
     unknown = tuple(dict.fromkeys(t for t in tokens if t not in stoi))
-    [best] = tr.decode(trained.model, data, [text], k, return_attention=True)
-    if best.alpha is None:
+    [done] = tr.translate(trained.model, trained.data, [text], k)
+    if done.alpha is None:
         raise ValueError(
             f"the {trained.name!r} model has no attention (decoder={trained.recipe.decoder!r}): "
             "there are no weights α_ti to show; use translation.load('attention')"
         )
-    alpha = best.alpha.detach().double().numpy().copy()
-    source = (*(t if t in stoi else tb.UNK for t in tokens), EOS)
-    output = (*(data.tgt_vocab.itos[i] for i in best.tokens), *((EOS,) if best.finished else ()))
+    alpha = done.alpha.astype(np.float64)
+    source, output = tuple(done.src), tuple(done.out)
     if alpha.shape != (len(output), len(source)):  # the decoder broke its own contract
         raise RuntimeError(
             f"alpha has shape {alpha.shape}, expected (T_y, T_x) = ({len(output)}, {len(source)})"
         )
+    finished = output[-1:] == (EOS,)
     H = np.asarray(entropy(alpha), dtype=float)
     alpha.setflags(write=False)
     H.setflags(write=False)
-    return Explanation(
+    return Reading(
         text=text,
         k=k,
         source_tokens=source,
         unknown=unknown,
         output_tokens=output,
-        translation=tr._to_text(best.tokens, data.tgt_vocab, data.casing, keep_unk=True),
+        translation=done.text,
         alpha=alpha,
         entropy=H,
-        finished=best.finished,
-        message=_message(trained, unknown, tokens, best.finished, 2 * len(source) + 2),
+        finished=finished,
+        message=_message(trained, unknown, tokens, finished, 2 * len(source) + 2),
     )
 
 
@@ -293,14 +288,14 @@ def _label(token: str) -> str:
     return token.replace("$", r"\$")
 
 
-def _layout(expl: Explanation) -> tuple[tuple[float, float], list[float]]:
+def _layout(expl: Reading) -> tuple[tuple[float, float], list[float]]:
     """Figure size and panel widths (inches): 0.6 in per source column, 2.8 in for the bars."""
     widths = [1.6 + 0.6 * max(expl.T_x, 3), 2.8]
     return (sum(widths), max(2.8, 1.3 + 0.42 * expl.T_y)), widths
 
 
-def plot_explanation(expl: Explanation, ax: Sequence[Axes] | None = None) -> Figure:
-    """Draw α of an explanation as a heatmap, with the entropy H_t of each step beside it.
+def plot_reading(expl: Reading, ax: Sequence[Axes] | None = None) -> Figure:
+    """Draw α of a reading as a heatmap, with the entropy H_t of each step beside it.
 
     Rows are the output steps t (the French tokens, top to bottom), columns the
     source positions i (the English tokens, ``<unk>`` included, then ``<eos>``);
@@ -309,8 +304,8 @@ def plot_explanation(expl: Explanation, ax: Sequence[Axes] | None = None) -> Fig
 
     Parameters
     ----------
-    expl : Explanation
-        From :func:`explain`.
+    expl : Reading
+        From :func:`read_sentence`.
     ax : two matplotlib Axes, optional
         Where to draw the heatmap and the bars; a new pyplot figure if None
         (end the cell with ``;`` so that it is shown once).
@@ -325,8 +320,8 @@ def plot_explanation(expl: Explanation, ax: Sequence[Axes] | None = None) -> Fig
     attnlib.plots.heatmap_entropy : the drawing itself.
     The chapter "Reading alignment heatmaps" (chapters/heatmaps).
     """
-    if not isinstance(expl, Explanation):
-        raise TypeError(f"expl must be an Explanation from explain(), got {type(expl).__name__}")
+    if not isinstance(expl, Reading):
+        raise TypeError(f"expl must be a Reading from read_sentence(), got {type(expl).__name__}")
     if ax is None:
         figsize, widths = _layout(expl)
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=widths)
@@ -348,7 +343,7 @@ def plot_explanation(expl: Explanation, ax: Sequence[Axes] | None = None) -> Fig
 
 
 # --------------------------------------------------------------------------- what the widget shows
-def _alt(expl: Explanation) -> str:
+def _alt(expl: Reading) -> str:
     return (
         f"Heatmap of the attention weights α_ti for {expl.text!r}: {expl.T_y} rows, one per "
         f"output step t (the French tokens {' '.join(expl.output_tokens)}), by {expl.T_x} "
@@ -357,7 +352,7 @@ def _alt(expl: Explanation) -> str:
     )
 
 
-def _table(expl: Explanation) -> str:
+def _table(expl: Reading) -> str:
     top = np.argmax(expl.alpha, axis=1)
     cell = 'style="padding: 0.1em 0.8em; text-align: left"'
     rows = "".join(
@@ -383,7 +378,7 @@ def _table(expl: Explanation) -> str:
 
 
 class Rendered(NamedTuple):
-    """What the widget shows for one explanation (see :func:`render`)."""
+    """What the widget shows for one reading (see :func:`render`)."""
 
     summary: str
     """HTML: the translation, the source tokens, the message if any."""
@@ -395,8 +390,8 @@ class Rendered(NamedTuple):
     """A description of the figure for screen readers."""
 
 
-def render(expl: Explanation) -> Rendered:
-    """What the widget shows for an explanation: two pieces of HTML, the figure, its alt text.
+def render(expl: Reading) -> Rendered:
+    """What the widget shows for a reading: two pieces of HTML, the figure, its alt text.
 
     A plain function (no widget, no pyplot figure), so it is tested without a front end.
     Each call draws a new figure: a new sentence changes T_x and T_y, so the axes, their
@@ -405,14 +400,14 @@ def render(expl: Explanation) -> Rendered:
 
     Parameters
     ----------
-    expl : Explanation
+    expl : Reading
 
     Returns
     -------
     Rendered
         ``summary`` (the translation, the source tokens, the message if any),
         ``table`` (the largest α_ti and H_t per step), ``png`` (the figure of
-        :func:`plot_explanation`) and ``alt`` (its description).
+        :func:`plot_reading`) and ``alt`` (its description).
     """
     parts = [
         f"<p><b>French</b> (beam size k = {expl.k}): {html.escape(expl.translation)}</p>",
@@ -424,7 +419,7 @@ def render(expl: Explanation) -> Rendered:
     figsize, widths = _layout(expl)
     fig = Figure(figsize=figsize, layout="constrained", dpi=DPI)
     axes = fig.subplots(1, 2, width_ratios=widths)
-    plot_explanation(expl, ax=axes)
+    plot_reading(expl, ax=axes)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", metadata={"Software": None})
     return Rendered("".join(parts), _table(expl), buffer.getvalue(), _alt(expl))
@@ -467,7 +462,7 @@ class TranslateWidget(anywidget.AnyWidget):
     table : str
         HTML: a collapsed table of the largest α_ti and H_t per step; empty after a problem.
     png : str
-        The figure of :func:`plot_explanation`, a PNG in base64; empty after a problem.
+        The figure of :func:`plot_reading`, a PNG in base64; empty after a problem.
     alt : str
         The figure's description (the image's alt text).
     problem : str or None
@@ -476,12 +471,12 @@ class TranslateWidget(anywidget.AnyWidget):
         figure and the table.
     busy : bool
         True while the kernel translates (the front end disables the button).
-    explanation : Explanation or None
+    reading : Reading or None
         The last result (kernel side only); None after a problem.
 
     See Also
     --------
-    explain, render : what fills the output area.
+    read_sentence, render : what fills the output area.
     """
 
     _esm = ESM
@@ -502,7 +497,7 @@ class TranslateWidget(anywidget.AnyWidget):
     def __init__(self, trained: tr.Trained, text: str, k: int) -> None:
         super().__init__(sentence=text, k=k)
         self.trained = trained
-        self.explanation: Explanation | None = None
+        self.reading: Reading | None = None
         self.on_msg(self._on_message)
         self.translate()
         self._live = True
@@ -552,30 +547,30 @@ class TranslateWidget(anywidget.AnyWidget):
             self.send({"type": "done"})
 
     def _show_problem(self, error: Exception) -> None:
-        self.explanation = None
+        self.reading = None
         with self.hold_sync():
             self.problem = _problem(error)
             self.summary = self.table = self.png = self.alt = ""
             self.busy = False
 
-    def translate(self) -> Explanation | None:
+    def translate(self) -> Reading | None:
         """Translate :attr:`sentence` with beam size :attr:`k` and show the result.
 
         Any exception becomes :attr:`problem`, shown in the output area (never a traceback).
 
         Returns
         -------
-        Explanation or None
+        Reading or None
             None if the input was refused or something failed.
         """
         self.busy = True
         try:
-            expl = explain(self.trained, self.sentence, self.k)
+            expl = read_sentence(self.trained, self.sentence, self.k)
             shown = render(expl)
         except Exception as error:  # shown to the learner instead of a traceback
             self._show_problem(error)
             return None
-        self.explanation = expl
+        self.reading = expl
         with self.hold_sync():
             self.summary, self.table, self.alt = shown.summary, shown.table, shown.alt
             self.png = base64.b64encode(shown.png).decode("ascii")
@@ -607,7 +602,7 @@ def translate_widget(trained: tr.Trained, text: str = EXAMPLE, k: int = 5) -> Tr
 
     See Also
     --------
-    explain, plot_explanation
+    read_sentence, plot_reading
     """
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_BEAM:
         raise ValueError(f"the beam size k must be a whole number from 1 to {MAX_BEAM}, got {k!r}")

@@ -33,6 +33,10 @@ English→French models of :mod:`attnlib.mt.translation`:
 Everything here reads lower-case tokens as :func:`attnlib.mt.tatoeba.tokenise`
 makes them (``l'homme`` → ``l' homme``, ``don't`` → ``don 't``).
 
+It is one module of over a thousand lines because it is one chapter's study: every
+measure reads the same decoded sentences (:class:`Aligned`) and the same buckets, and
+the chapter calls them in this order.
+
 See Also
 --------
 The chapter "Bahdanau et al.'s two figures on real data" (chapters/real_alignments);
@@ -53,9 +57,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from attnlib import plots
 from attnlib.alignment import argmax_moves
-from attnlib.core import entropy
+from attnlib.core import FloatArray, entropy
 from attnlib.mt import scoring
 from attnlib.mt import tatoeba as tb
+from attnlib.trained import Bucket
 
 if TYPE_CHECKING:  # the models are only needed to decode; the counting runs without torch
     from matplotlib.axes import Axes
@@ -66,12 +71,11 @@ if TYPE_CHECKING:  # the models are only needed to decode; the counting runs wit
 __all__ = [
     "ADJECTIVES",
     "FEATURES",
+    "AdjectiveNounSwap",
     "Aligned",
     "BleuTable",
-    "BucketBleu",
     "FeatureRow",
     "PairPeaks",
-    "Swap",
     "adjective_noun_swaps",
     "align",
     "any_feature",
@@ -91,24 +95,11 @@ __all__ = [
     "sentence_stats",
     "split_rows",
     "without_unknown",
-    "words",
 ]
-
-FloatArray = NDArray[np.float64]
 
 # --------------------------------------------------------------------------- BLEU per bucket
 N_STATS = 10
 """Columns of :func:`sentence_stats`: matches n = 1..4, totals n = 1..4, hyp_len, ref_len."""
-
-
-def words(sentence: str) -> int:
-    """English words of a sentence: its tokens holding a letter or a digit.
-
-    The unit of :data:`attnlib.mt.translation.BUCKET_EDGES` and of
-    ``Recipe.max_src_len`` (punctuation is not a word; ``I'm`` is the two
-    tokens ``i 'm``, so two words).
-    """
-    return sum(any(ch.isalnum() for ch in t) for t in tb.tokenise(sentence, "en"))
 
 
 def sentence_stats(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> FloatArray:
@@ -184,35 +175,6 @@ def bleu_from_stats(stats: ArrayLike) -> FloatArray | float:
 
 
 @dataclass(frozen=True)
-class BucketBleu:
-    """Corpus BLEU of one model on the sources of ``lo`` … ``hi`` words (both included).
-
-    Attributes
-    ----------
-    lo, hi : int
-        Source lengths in English words, inclusive (as :func:`attnlib.plots.by_length` reads them).
-    n_sentences : int
-        Sources in the bucket.
-    bleu : float
-        Corpus BLEU of the bucket.
-    low, high : float
-        The bootstrap interval of ``bleu`` (percentiles of the resampled BLEU).
-    """
-
-    lo: int
-    hi: int
-    n_sentences: int
-    bleu: float
-    low: float
-    high: float
-
-    @property
-    def label(self) -> str:
-        """``"1-3"``, or ``"4"`` for a bucket of one length."""
-        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
-
-
-@dataclass(frozen=True)
 class BleuTable:
     """BLEU per source-length bucket for several models, with shared bootstrap resamples.
 
@@ -220,8 +182,9 @@ class BleuTable:
     ----------
     edges : tuple of int
         Bucket ``j`` holds the sources of ``edges[j]`` ≤ words < ``edges[j + 1]``.
-    buckets : dict of str to list of BucketBleu
-        Per model, one entry per non-empty bucket, shortest first.
+    buckets : dict of str to list of Bucket
+        Per model, one entry per non-empty bucket, shortest first: its ``n`` sources, its
+        ``bleu`` and the bootstrap interval ``low`` … ``high`` (labels with a hyphen, ``1-3``).
     overall : dict of str to float
         Corpus BLEU of each model on all the sources.
     samples : dict of str to (n_buckets, n_boot) array
@@ -236,7 +199,7 @@ class BleuTable:
     """
 
     edges: tuple[int, ...]
-    buckets: dict[str, list[BucketBleu]]
+    buckets: dict[str, list[Bucket]]
     overall: dict[str, float]
     samples: dict[str, FloatArray] = field(repr=False)
     stats: dict[str, FloatArray] = field(repr=False)
@@ -251,7 +214,7 @@ class BleuTable:
     @property
     def counts(self) -> list[int]:
         """Sources per bucket."""
-        return [b.n_sentences for b in next(iter(self.buckets.values()))]
+        return [b.n for b in next(iter(self.buckets.values()))]
 
     def bleu(self, name: str) -> list[float]:
         """BLEU of model ``name`` per bucket."""
@@ -306,7 +269,7 @@ class BleuTable:
         ]
         return "\n".join([head + " |", rule, *rows])
 
-    def _model(self, name: str) -> list[BucketBleu]:
+    def _model(self, name: str) -> list[Bucket]:
         if name not in self.buckets:
             raise ValueError(f"no model {name!r} in the table; it has {list(self.buckets)}")
         return self.buckets[name]
@@ -329,7 +292,7 @@ def bleu_table(
     Parameters
     ----------
     evaluations : dict of str to Evaluation
-        From :func:`attnlib.mt.translation.evaluate_bleu`, all on the same split (the same
+        From :func:`attnlib.mt.translation.evaluate`, all on the same split (the same
         sources in the same order).
     edges : sequence of int
         Strictly increasing; bucket ``j`` holds the sources of ``edges[j]`` ≤ words
@@ -367,7 +330,7 @@ def bleu_table(
                 f"model {name!r} was evaluated on other sources than the first model; "
                 "evaluate every model on the same split"
             )
-    lengths = np.asarray([words(s) for s in first.sources])
+    lengths = np.asarray([tb.words(s) for s in first.sources])
     outside = lengths[(lengths < bounds[0]) | (lengths >= bounds[-1])]
     if outside.size:
         raise ValueError(
@@ -377,7 +340,7 @@ def bleu_table(
     stats = {n: sentence_stats(ev.hypotheses, ev.references) for n, ev in evaluations.items()}
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
-    buckets: dict[str, list[BucketBleu]] = {n: [] for n in evaluations}
+    buckets: dict[str, list[Bucket]] = {n: [] for n in evaluations}
     samples: dict[str, list[FloatArray]] = {n: [] for n in evaluations}
     for lo, hi in itertools.pairwise(bounds):
         idx = np.flatnonzero((lengths >= lo) & (lengths < hi))
@@ -389,9 +352,8 @@ def bleu_table(
             boot = np.asarray(bleu_from_stats(weights @ st[idx]))
             point = float(bleu_from_stats(st[idx].sum(axis=0)))
             lo_q, hi_q = np.quantile(boot, [q, 1 - q])
-            buckets[name].append(
-                BucketBleu(int(lo), int(hi) - 1, int(idx.size), point, float(lo_q), float(hi_q))
-            )
+            scores = {"bleu": point, "low": float(lo_q), "high": float(hi_q)}
+            buckets[name].append(Bucket(int(lo), int(hi) - 1, int(idx.size), scores, dash="-"))
             samples[name].append(boot)
     overall = {n: float(bleu_from_stats(st.sum(axis=0))) for n, st in stats.items()}
     return BleuTable(
@@ -560,7 +522,7 @@ def align(
     ValueError
         If the model has no attention (its decoder has no α_ti to return).
     """
-    from attnlib.mt.translation import decode
+    from attnlib.mt.translation import translate
     from attnlib.runtime import torch_threads
 
     if trained.recipe.decoder == "none":
@@ -580,16 +542,13 @@ def align(
         pairs = [(s, ()) for s in sentences]
         indices = [-1] * len(pairs)
     with torch_threads(threads):
-        decoded = decode(trained.model, data, [en for en, _ in pairs], k, return_attention=True)
-    src_vocab, itos = data.src_vocab, data.tgt_vocab.itos
+        translated = translate(trained.model, data, [en for en, _ in pairs], k)
     out = []
-    for index, (en, refs), d in zip(indices, pairs, decoded, strict=True):
-        if d.alpha is None:  # pragma: no cover - an attention decoder always returns α
+    for index, (en, refs), t in zip(indices, pairs, translated, strict=True):
+        if t.alpha is None:  # pragma: no cover - an attention decoder always returns α
             raise ValueError(f"decoding {en!r} returned no α")
-        src = [t if t in src_vocab.stoi else tb.UNK for t in tb.tokenise(en, "en")]
-        tgt = [itos[i] for i in d.tokens] + (["<eos>"] if d.finished else [])
-        alpha = d.alpha.detach().double().numpy()
-        out.append(Aligned(index, en, refs, (*src, "<eos>"), tuple(tgt), alpha))
+        alpha = t.alpha.astype(np.float64)
+        out.append(Aligned(index, en, refs, tuple(t.src), tuple(t.out), alpha))
     return out
 
 
@@ -923,7 +882,7 @@ def _postnominal(tokens: Sequence[str], english: str) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Swap:
+class AdjectiveNounSwap:
     """An English adjective–noun pair that French writes noun first, and what the model did.
 
     Attributes
@@ -959,7 +918,7 @@ class Swap:
     on_words: bool
 
 
-def adjective_noun_swaps(items: Sequence[Aligned]) -> list[Swap]:
+def adjective_noun_swaps(items: Sequence[Aligned]) -> list[AdjectiveNounSwap]:
     """Find English adjective–noun pairs whose French puts the noun first.
 
     For each sentence and each English adjective of :data:`ADJECTIVES` directly
@@ -971,7 +930,7 @@ def adjective_noun_swaps(items: Sequence[Aligned]) -> list[Swap]:
 
     Returns
     -------
-    list of Swap
+    list of AdjectiveNounSwap
         One per such English pair that the references or the output (or both) write
         noun first, in the order of ``items``.
     """
@@ -992,7 +951,9 @@ def adjective_noun_swaps(items: Sequence[Aligned]) -> list[Swap]:
                 crosses = peaks[t] < peaks[t - 1]
                 on_words = peaks[t] == q and peaks[t - 1] == q + 1
             found.append(
-                Swap(it, adj, toks[q + 1], q, in_ref, bool(in_out_at), t, crosses, on_words)
+                AdjectiveNounSwap(
+                    it, adj, toks[q + 1], q, in_ref, bool(in_out_at), t, crosses, on_words
+                )
             )
     return found
 

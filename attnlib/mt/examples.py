@@ -52,7 +52,6 @@ __all__ = [
     "reference_disagreement",
     "sentence_bleus",
     "trace_text",
-    "words",
 ]
 
 RULES: dict[str, str] = {
@@ -71,11 +70,6 @@ so that ``Prouve-le-moi !`` counts as long as ``Prouve le moi``."""
 
 
 _PIECE = re.compile(r"\w+")
-
-
-def words(sentence: str, lang: tb.Lang) -> int:
-    """Words of a sentence: its tokens that hold a letter or a digit (punctuation is not a word)."""
-    return sum(any(ch.isalnum() for ch in t) for t in tb.tokenise(sentence, lang))
 
 
 def pieces(text: str) -> int:
@@ -98,7 +92,7 @@ def sentence_bleus(hypotheses: Sequence[str], references: Sequence[Sequence[str]
     """Smoothed sentence BLEU (:func:`attnlib.mt.scoring.sentence_bleu`) of every hypothesis.
 
     A ``<unk>`` counts as one wrong word (:func:`attnlib.mt.tatoeba.unk_as_word`), as in the
-    corpus scores of ``translation.evaluate_bleu``.
+    corpus scores of ``translation.evaluate``.
     """
     _check_lists(len(hypotheses), references=references)
     pairs = zip(hypotheses, references, strict=True)
@@ -161,7 +155,7 @@ def pick_examples(
         raise ValueError("pick_examples needs at least one source")
     _check_lists(n, references=references, greedy=greedy, beam=beam)
     bg, bb = sentence_bleus(greedy, references), sentence_bleus(beam, references)
-    n_src = [words(s, "en") for s in sources]
+    n_src = [tb.words(s, "en") for s in sources]
     n_out = [pieces(h) for h in beam]
     n_ref = [[pieces(r) for r in refs] for refs in references]
     idx = range(n)

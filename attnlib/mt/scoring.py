@@ -43,9 +43,10 @@ from typing import Literal, cast
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from attnlib.trained import Bucket
+
 __all__ = [
     "BleuResult",
-    "Bucket",
     "ChrfResult",
     "bleu_by_bucket",
     "corpus_bleu",
@@ -111,30 +112,6 @@ class ChrfResult:
 
     def __str__(self) -> str:
         return f"chrF2 = {self.score:.2f} {self.signature}"
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """The sources whose length falls in ``[lo, hi)``, and their corpus BLEU.
-
-    ``n_sentences == 0`` means no test source has such a length: then ``bleu`` and
-    ``result`` are ``None`` (there is nothing to score, which is not a score of 0).
-    """
-
-    lo: int
-    hi: int
-    n_sentences: int
-    result: BleuResult | None
-
-    @property
-    def label(self) -> str:
-        """``"4-5"`` for lengths 4 and 5; ``"7"`` for a bucket holding one length."""
-        return str(self.lo) if self.hi - self.lo == 1 else f"{self.lo}-{self.hi - 1}"
-
-    @property
-    def bleu(self) -> float | None:
-        """Corpus BLEU of the bucket, or ``None`` if the bucket is empty."""
-        return None if self.result is None else self.result.score
 
 
 # --------------------------------------------------------------------------- checks
@@ -295,13 +272,16 @@ def bleu_by_bucket(
 ) -> list[Bucket]:
     """Corpus BLEU per bucket of source length, the analogue of Bahdanau et al.'s Fig. 2.
 
-    Bucket ``j`` holds the sources with ``edges[j] <= source_lengths[i] < edges[j + 1]``;
-    every length must fall in some bucket. A bucket no source falls in is returned with
-    ``n_sentences == 0`` and ``bleu is None``.
+    Bucket ``j`` holds the sources with ``edges[j] <= source_lengths[i] < edges[j + 1]``
+    (``lo = edges[j]``, ``hi = edges[j + 1] - 1``, both included); every length must fall in
+    some bucket. Each bucket has its corpus BLEU as ``bucket.bleu``; a bucket no source falls
+    in is returned with ``n == 0`` and no score (there is nothing to score, which is not a
+    score of 0). Labels are written with a hyphen, ``"4-5"``.
 
     Note that corpus BLEU uses 4-grams: a bucket whose hypotheses all have fewer than four
     tokens (13a counts punctuation: ``"Va !"`` is two) has ``totals[3] == 0`` and BLEU 0
-    whatever the translations; look at ``result.totals`` before reading a short bucket.
+    whatever the translations; look at :func:`corpus_bleu`'s ``totals`` of its sentences
+    before reading a short bucket.
 
     Parameters
     ----------
@@ -338,10 +318,9 @@ def bleu_by_bucket(
     buckets = []
     for lo, hi in pairwise(bounds):
         idx = [i for i, n in enumerate(lengths) if lo <= n < hi]
-        result = None
+        scores = {}
         if idx:
-            result = corpus_bleu(
-                [hypotheses[i] for i in idx], [references[i] for i in idx], smooth=smooth
-            )
-        buckets.append(Bucket(lo=lo, hi=hi, n_sentences=len(idx), result=result))
+            hyps, refs = [hypotheses[i] for i in idx], [references[i] for i in idx]
+            scores["bleu"] = corpus_bleu(hyps, refs, smooth=smooth).score
+        buckets.append(Bucket(lo, hi - 1, len(idx), scores, dash="-"))
     return buckets

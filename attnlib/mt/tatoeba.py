@@ -29,7 +29,7 @@ Quick start::
     train = tb.tokenise_pairs(data.train)            # [(("go", "."), ("va", "!")), …]
     src_v = tb.build_vocab([s for s, _ in train], min_freq=2, name="English vocabulary")
     tgt_v = tb.build_vocab([t for _, t in train], min_freq=2, name="French vocabulary")
-    enc = tb.encode_pairs(train, src_v, tgt_v)       # ids, <eos> appended, <unk> for rare tokens
+    enc = tb.encode_each(train, src_v, tgt_v)        # ids, <eos> appended, <unk> for rare tokens
     for batch in tb.batches(enc, batch_size=64, seed=0):
         logits, alpha = model(batch.src, batch.tgt_in)
 
@@ -84,6 +84,7 @@ provenance and licence are in ``attnlib/mt/data/README.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import random
 import re
@@ -96,12 +97,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-import numpy as np
 import torch
-from torch import Tensor
 
 from attnlib.train import Batch
-from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, Vocab
+from attnlib.vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 
 __all__ = [
     "ATTRIBUTION",
@@ -109,17 +108,17 @@ __all__ = [
     "UNK",
     "UNK_ID",
     "UNK_SCORED",
-    "BucketBatch",
     "EncodedPair",
     "Split",
     "TextPair",
     "TokenPair",
     "batches",
     "build_vocab",
+    "count_words",
     "data_path",
     "detokenise",
     "encode",
-    "encode_pairs",
+    "encode_each",
     "group_references",
     "load_pairs",
     "normalisation_report",
@@ -129,6 +128,7 @@ __all__ = [
     "tokenise_pairs",
     "unk_as_word",
     "unk_share",
+    "words",
 ]
 
 Lang = Literal["en", "fr"]
@@ -443,6 +443,24 @@ def detokenise(tokens: Iterable[str], lang: Lang) -> str:
     return str(detok.detokenize(toks))
 
 
+def count_words(tokens: Iterable[str]) -> int:
+    """Words among tokens: those holding a letter or a digit (punctuation is not a word).
+
+    ``I'm`` is the two tokens ``i 'm``, so two words; ``!`` is none.
+    """
+    return sum(any(ch.isalnum() for ch in t) for t in tokens)
+
+
+def words(sentence: str, lang: Lang = "en") -> int:
+    """Words of a sentence: :func:`count_words` of its tokens.
+
+    The unit of source length on the English–French pairs: the length buckets of
+    :func:`attnlib.mt.translation.evaluate` (:data:`attnlib.mt.translation.BUCKET_EDGES`)
+    and ``Recipe.max_src_len`` count English words.
+    """
+    return count_words(tokenise(sentence, lang))
+
+
 def tokenise_pairs(pairs: Iterable[TextPair], *, lower: bool = True) -> list[TokenPair]:
     """Tokenise English and French of every pair: ``[(src_tokens, tgt_tokens), …]``.
 
@@ -638,10 +656,15 @@ def encode(tokens: Iterable[str], vocab: Vocab, *, eos: bool = True) -> list[int
     return ids
 
 
-def encode_pairs(
+def encode_each(
     pairs: Iterable[TokenPair], src_vocab: Vocab, tgt_vocab: Vocab
 ) -> list[EncodedPair]:
-    """Encode ``(src_tokens, tgt_tokens)`` pairs with :func:`encode` (``<eos>`` on both sides)."""
+    """Encode each ``(src_tokens, tgt_tokens)`` pair with :func:`encode` (``<eos>`` on both sides).
+
+    The pairs stay a list of id lists, of their own lengths: :func:`batches` pads them into
+    :class:`attnlib.train.Batch` es (``attnlib.train.encode_pairs`` pads a toy task's pairs
+    into one).
+    """
     _check_unk(src_vocab)
     _check_unk(tgt_vocab)
     return [(encode(s, src_vocab), encode(t, tgt_vocab)) for s, t in pairs]
@@ -665,47 +688,14 @@ def unk_share(vocab: Vocab, token_lists: Iterable[Sequence[str]]) -> float:
 
 
 # --------------------------------------------------------------------------- batches
-@dataclass(frozen=True)
-class BucketBatch(Batch):
-    """A :class:`attnlib.train.Batch` of pairs of similar source length, with its mask.
-
-    Attributes
-    ----------
-    src : (B, T_x) long
-        Source ids, ``<eos>`` appended, then ``<pad>`` (id 0).
-    tgt_in : (B, T_y) long
-        ``<bos>`` y_1 … y_n, then ``<pad>``: the decoder inputs under teacher forcing.
-    tgt_out : (B, T_y) long
-        y_1 … y_n ``<eos>``, then ``<pad>``: what each step must predict.
-    mask : (B, T_x) bool
-        True on real source positions (``<eos>`` included), False on padding:
-        the attention mask, equal to ``Seq2Seq.source_mask(src)``.
-    index : (B,) long
-        Positions of the rows in the ``encoded_pairs`` given to :func:`batches`.
-    """
-
-    mask: Tensor
-    index: Tensor
-
-
-def _pad(rows: Sequence[Sequence[int]]) -> Tensor:
-    out = np.full((len(rows), max(len(r) for r in rows)), PAD_ID, dtype=np.int64)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r
-    return torch.from_numpy(out)
-
-
-def _make_batch(encoded: Sequence[EncodedPair], idx: list[int]) -> BucketBatch:
-    src = _pad([encoded[i][0] for i in idx])
-    tgt_out = _pad([encoded[i][1] for i in idx])
-    tgt_in = torch.cat([torch.full((len(idx), 1), BOS_ID), tgt_out[:, :-1]], dim=1)
-    tgt_in = tgt_in.masked_fill(tgt_in == EOS_ID, PAD_ID)  # <eos> is never an input
-    return BucketBatch(src, tgt_in, tgt_out, src != PAD_ID, torch.tensor(idx, dtype=torch.long))
+def _make_batch(encoded: Sequence[EncodedPair], idx: list[int]) -> Batch:
+    batch = Batch.of([encoded[i][0] for i in idx], [encoded[i][1] for i in idx])
+    return dataclasses.replace(batch, index=torch.tensor(idx, dtype=torch.long))
 
 
 def batches(
     encoded_pairs: Sequence[EncodedPair], batch_size: int, seed: int | None = 0
-) -> Iterator[BucketBatch]:
+) -> Iterator[Batch]:
     """Padded batches of pairs with similar source lengths, in a seeded order.
 
     The pairs are shuffled (seed), sorted by source length (stable, so equal
@@ -719,16 +709,17 @@ def batches(
     Parameters
     ----------
     encoded_pairs : sequence of (src_ids, tgt_ids)
-        From :func:`encode_pairs`: non-empty id lists ending in ``<eos>``.
+        From :func:`encode_each`: non-empty id lists ending in ``<eos>``.
     batch_size : int
     seed : int or None
 
     Yields
     ------
-    BucketBatch
+    attnlib.train.Batch
         ``src (B, T_x)``, ``tgt_in``/``tgt_out (B, T_y)``, ``mask (B, T_x)``:
         what ``Seq2Seq.forward(batch.src, batch.tgt_in)`` and the loss of
-        :func:`attnlib.train.train` take, padded with ``<pad>`` (id 0).
+        :func:`attnlib.train.train` take, padded with ``<pad>`` (id 0); ``index``
+        (B,), the rows' positions in ``encoded_pairs``.
 
     Raises
     ------
@@ -754,7 +745,7 @@ def batches(
             if ids[-1] != EOS_ID or PAD_ID in ids:
                 raise ValueError(
                     f"pair {k}: the {side} ids must end in <eos> (id {EOS_ID}) and hold no "
-                    f"<pad> (id {PAD_ID}); got {list(ids)} (use encode_pairs)"
+                    f"<pad> (id {PAD_ID}); got {list(ids)} (use encode_each)"
                 )
     order = list(range(len(encoded_pairs)))
     rng = random.Random(f"attnlib.tatoeba/batches/{seed}") if seed is not None else None
@@ -772,7 +763,7 @@ def unk_as_word(text: str) -> str:
     """``text`` with every ``<unk>`` written as :data:`UNK_SCORED`, for scoring.
 
     A ``<unk>`` is one word the model could not write; scored as the text ``<unk>``, BLEU
-    would count it as three wrong tokens. The course's BLEU (``translation.evaluate_bleu``,
+    would count it as three wrong tokens. The course's BLEU (``translation.evaluate``,
     the example tables and the per-length bootstrap) scores what this returns.
     """
     return text.replace(UNK, UNK_SCORED)

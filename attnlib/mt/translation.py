@@ -14,8 +14,10 @@ is one call each:
   (early stopping with ``patience``).
 * :func:`translate` — English sentences → detokenised French, greedy (k = 1)
   or beam search (k > 1), with α for every output token.
-* :func:`evaluate_bleu` — corpus BLEU (sacrebleu, all references of each
+* :func:`evaluate` — corpus BLEU (sacrebleu, all references of each
   source), chrF and BLEU per source-length bucket on a held-out split.
+* :data:`RECIPES`, :func:`load`, :func:`retrain` — the shipped models, from their
+  checkpoints or trained live.
 
 Quick start::
 
@@ -23,10 +25,15 @@ Quick start::
     recipe = tr.Recipe()                         # the attention model
     data = tr.prepare(recipe)
     model, history = tr.train_model(recipe, data)
-    tr.translate(model, data, ["The red car is mine."], k=5)
-    print(tr.evaluate_bleu(model, data, k=5).bleu)
+    [out] = tr.translate(model, data, ["The red car is mine."], k=5)
+    out.text, out.alpha                          # the French, α (T_y, T_x)
+    print(tr.evaluate(model, data, k=5).bleu)
 
 The baseline under the same budget is ``tr.Recipe(decoder="none")``.
+
+These are the words of :mod:`attnlib.trained`, which the toy tasks' models
+(:mod:`attnlib.pretrained`) speak too: ``load(name)`` returns a :class:`Trained` with
+``evaluate`` and ``translate``, like ``pretrained.load(name)``.
 """
 
 from __future__ import annotations
@@ -53,22 +60,33 @@ from attnlib.mt import tatoeba as tb
 from attnlib.progress import Bar
 from attnlib.runtime import eval_mode, torch_threads, want_retrain
 from attnlib.train import Batch
-from attnlib.vocab import EOS_ID, PAD_ID, Vocab
+from attnlib.trained import Bucket, Translation, check_seed, read_checkpoint, recipe_named
+from attnlib.vocab import EOS, EOS_ID, PAD_ID, Vocab
 
 __all__ = [
     "BUCKET_EDGES",
+    "CHECKPOINT_DIR",
     "RECIPES",
+    "SHORT_WORDS",
     "Data",
     "Evaluation",
+    "History",
     "Recipe",
-    "TrainHistory",
     "Trained",
-    "evaluate_bleu",
+    "batch_loss",
+    "build_casing",
+    "build_model",
+    "checkpoint_path",
+    "decode",
+    "evaluate",
     "load",
+    "n_parameters",
     "prepare",
     "retrain",
+    "save",
     "train_model",
     "translate",
+    "validation_loss",
 ]
 
 BUCKET_EDGES = (1, 4, 5, 6, 7, 10)
@@ -113,7 +131,9 @@ class Recipe:
         Bahdanau et al.'s RNNsearch-30, trained on short sentences); None keeps all.
         Validation and test are never filtered.
     seed : int
-        Seeds the split, the initial weights and the batch order.
+        Seeds the split, the initial weights and the batch order. (``retrain(name,
+        seed=k)`` keeps the shipped recipe's split and adds ``k`` to this seed for the
+        weights and the batch order.)
     threads : int
         torch threads while training and evaluating.
     test_sources, valid_sources : int
@@ -202,16 +222,6 @@ class Data:
         return [en for en, _ in self.references[name]]
 
 
-def _count_words(tokens: Sequence[str]) -> int:
-    """Words among tokens: those holding a letter or a digit (punctuation is not a word)."""
-    return sum(any(ch.isalnum() for ch in t) for t in tokens)
-
-
-def _words(en: str) -> int:
-    """English words of a sentence (see :func:`_count_words`)."""
-    return _count_words(tb.tokenise(en, "en"))
-
-
 def build_casing(french: Iterable[str]) -> dict[str, str]:
     """Lower-case token → its most frequent spelling when not sentence-initial (ties: A-Z first)."""
     forms: dict[str, Counter[str]] = {}
@@ -251,14 +261,14 @@ def prepare(recipe: Recipe, pairs: Sequence[tb.TextPair] | None = None) -> Data:
     )
     tgt_vocab = tb.build_vocab([t for _, t in train_tok], recipe.min_freq, name="French vocabulary")
     if recipe.max_src_len is not None:
-        train_tok = [(s, t) for s, t in train_tok if _count_words(s) <= recipe.max_src_len]
+        train_tok = [(s, t) for s, t in train_tok if tb.count_words(s) <= recipe.max_src_len]
     refs = {name: parts.references(name) for name in ("valid", "test")}
     return Data(
         split=parts,
         src_vocab=src_vocab,
         tgt_vocab=tgt_vocab,
-        train=tb.encode_pairs(train_tok, src_vocab, tgt_vocab),
-        valid=tb.encode_pairs(valid_tok, src_vocab, tgt_vocab),
+        train=tb.encode_each(train_tok, src_vocab, tgt_vocab),
+        valid=tb.encode_each(valid_tok, src_vocab, tgt_vocab),
         casing=build_casing(p.fr for p in parts.train),
         references=refs,
     )
@@ -266,7 +276,7 @@ def prepare(recipe: Recipe, pairs: Sequence[tb.TextPair] | None = None) -> Data:
 
 # --------------------------------------------------------------------------- training
 @dataclass
-class TrainHistory:
+class History:
     """What happened in :func:`train_model`.
 
     Attributes
@@ -330,7 +340,7 @@ def validation_loss(
     return total / count
 
 
-def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2Seq, TrainHistory]:
+def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2Seq, History]:
     """Train the model of ``recipe`` with teacher forcing until validation stops improving.
 
     Each epoch visits every training pair once, in length-bucketed batches whose order
@@ -351,9 +361,9 @@ def train_model(recipe: Recipe, data: Data, progress: bool = True) -> tuple[Seq2
     -------
     model : Seq2Seq
         In eval mode, with the best epoch's weights.
-    history : TrainHistory
+    history : History
     """
-    hist = TrainHistory()
+    hist = History()
     start = time.perf_counter()
     with torch_threads(recipe.threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(recipe.seed)
@@ -442,7 +452,11 @@ def decode(
     batch_size: int = 256,
     return_attention: bool = False,
 ) -> list[decoding.Decoded]:
-    """Decode English sentences (greedy for k = 1, beam search otherwise), in order."""
+    """Decode English sentences (greedy for k = 1, beam search otherwise), in order.
+
+    The sentences are decoded in batches of similar length (:func:`attnlib.decoding.beam_search`);
+    each result is the one the sentence gets alone.
+    """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a whole number ≥ 1, got {k!r}")
     ids = _encode_sources(sentences, data.src_vocab)
@@ -460,9 +474,15 @@ def decode(
 
 
 def translate(
-    model: Seq2Seq, data: Data, sentences: Sequence[str], k: int = 1, *, keep_unk: bool = True
-) -> list[str]:
-    """Translate English sentences into detokenised French.
+    model: Seq2Seq,
+    data: Data,
+    sentences: Sequence[str],
+    k: int = 1,
+    *,
+    keep_unk: bool = True,
+    return_attention: bool = True,
+) -> list[Translation]:
+    """Translate English sentences into French, with the attention map of each.
 
     Parameters
     ----------
@@ -474,19 +494,36 @@ def translate(
     k : int
         1 for greedy decoding, more for beam search of that width.
     keep_unk : bool
-        Show the ``<unk>`` the model writes (True) or leave them out (False; sacrebleu
-        would count ``<unk>`` as three wrong tokens ``< unk >``).
+        Show the ``<unk>`` the model writes in the text (True) or leave them out (False;
+        sacrebleu would count ``<unk>`` as three wrong tokens ``< unk >``).
+    return_attention : bool
+        Keep α (False: ``alpha`` is None, and decoding keeps no weights).
 
     Returns
     -------
-    list of str
-        One French sentence per input, in order, with case restored
+    list of Translation
+        One per input, in order: ``src``, the tokens the encoder read (``<unk>`` for a
+        word the English vocabulary lacks, then ``<eos>``); ``out``, the French tokens the
+        decoder wrote (lower case, ``<eos>`` last if it finished); ``alpha`` (T_y, T_x),
+        None for the baseline; ``text``, the detokenised French with case restored
         (:attr:`Data.casing`) and a capital first letter.
     """
     if isinstance(sentences, str):
         raise TypeError("translate takes a list of sentences; wrap a single one in [ ]")
-    decoded = decode(model, data, sentences, k)
-    return [_to_text(d.tokens, data.tgt_vocab, data.casing, keep_unk) for d in decoded]
+    decoded = decode(model, data, sentences, k, return_attention=return_attention)
+    out = []
+    for sentence, d in zip(sentences, decoded, strict=True):
+        ids = tb.encode(tb.tokenise(sentence, "en"), data.src_vocab)
+        words = [data.tgt_vocab.itos[i] for i in d.tokens] + ([EOS] if d.finished else [])
+        out.append(
+            Translation(
+                src=[data.src_vocab.itos[i] for i in ids],
+                out=words,
+                alpha=None if d.alpha is None else d.alpha.numpy().copy(),
+                text=_to_text(d.tokens, data.tgt_vocab, data.casing, keep_unk),
+            )
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- scoring
@@ -499,11 +536,13 @@ class Evaluation:
     bleu : scoring.BleuResult
         Corpus BLEU against all references of each source (its ``signature`` included).
     chrf : scoring.ChrfResult
-    buckets : list of scoring.Bucket
-        BLEU per source length (English words), edges :data:`BUCKET_EDGES`.
+    by_length : list of Bucket
+        BLEU per source length (English words), edges :data:`BUCKET_EDGES`: each bucket
+        with its ``bleu`` (a bucket no source falls in has ``n == 0`` and no score).
     hypotheses : list of str
     sources : list of str
     references : list of list of str
+    split : str
     k : int
     seconds : float
         Decoding time.
@@ -511,22 +550,25 @@ class Evaluation:
 
     bleu: scoring.BleuResult
     chrf: scoring.ChrfResult
-    buckets: list[scoring.Bucket]
+    by_length: list[Bucket]
     hypotheses: list[str] = field(repr=False)
     sources: list[str] = field(repr=False)
     references: list[list[str]] = field(repr=False)
+    split: str = "test"
     k: int = 1
     seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        """The number of sources scored (distinct English sentences)."""
+        return len(self.sources)
 
 
 UnkScoring = Literal["word", "split", "drop"]
 UNK_SCORINGS: tuple[str, ...] = ("word", "split", "drop")
 
-UNK_SCORED = tb.UNK_SCORED
-unk_as_word = tb.unk_as_word
 
-
-def evaluate_bleu(
+def evaluate(
     model: Seq2Seq,
     data: Data,
     split: str = "test",
@@ -558,19 +600,21 @@ def evaluate_bleu(
     references = [[tb.normalise(r, "fr") for r in refs] for _, refs in data.references[split]]
     start = time.perf_counter()
     with torch_threads(threads):
-        hyps = translate(model, data, sources, k, keep_unk=unk != "drop")
+        outputs = translate(model, data, sources, k, keep_unk=unk != "drop", return_attention=False)
+    hyps = [t.text for t in outputs]
     seconds = time.perf_counter() - start
-    lengths = [_words(s) for s in sources]
+    lengths = [tb.words(s) for s in sources]
     lo, hi = min(edges[0], *lengths), max(edges[-1], max(lengths) + 1)
     edges = [lo, *edges[1:-1], hi]
-    scored = [unk_as_word(h) for h in hyps] if unk == "word" else hyps
+    scored = [tb.unk_as_word(h) for h in hyps] if unk == "word" else hyps
     return Evaluation(
         bleu=scoring.corpus_bleu(scored, references),
         chrf=scoring.corpus_chrf(scored, references),
-        buckets=scoring.bleu_by_bucket(scored, references, lengths, edges),
+        by_length=scoring.bleu_by_bucket(scored, references, lengths, edges),
         hypotheses=hyps,
         sources=sources,
         references=references,
+        split=split,
         k=k,
         seconds=seconds,
     )
@@ -579,11 +623,6 @@ def evaluate_bleu(
 def n_parameters(model: nn.Module) -> int:
     """Number of trainable numbers in ``model``."""
     return sum(p.numel() for p in model.parameters())
-
-
-def state_bytes(model: nn.Module) -> int:
-    """Bytes of the float32 state_dict (about the size of a saved checkpoint)."""
-    return sum(t.numel() * 4 for t in model.state_dict().values())
 
 
 # --------------------------------------------------------------------------- shipped checkpoints
@@ -620,22 +659,25 @@ class Trained:
         Vocabularies, casing table and held-out references. Loaded from a checkpoint,
         ``data.train`` is empty (the training pairs are not re-tokenised); use
         :func:`prepare` for them.
-    history : TrainHistory
+    history : History
+
+    It is a :class:`attnlib.trained.TrainedModel`, as :class:`attnlib.pretrained.Pretrained`
+    is: ``evaluate`` and ``translate`` are bound to the model and its vocabularies.
     """
 
     name: str
     recipe: Recipe
     model: Seq2Seq = field(repr=False)
     data: Data = field(repr=False)
-    history: TrainHistory = field(repr=False)
+    history: History = field(repr=False)
 
-    def translate(self, sentences: Sequence[str], k: int = 1, **kw: Any) -> list[str]:
+    def translate(self, sentences: Sequence[str], k: int = 1, **kw: Any) -> list[Translation]:
         """:func:`translate` with this model and its vocabularies."""
         return translate(self.model, self.data, sentences, k, **kw)
 
     def evaluate(self, split: str = "test", k: int = 1, **kw: Any) -> Evaluation:
-        """:func:`evaluate_bleu` with this model on ``split``."""
-        return evaluate_bleu(self.model, self.data, split, k, **kw)
+        """:func:`evaluate` with this model on ``split``."""
+        return evaluate(self.model, self.data, split, k, **kw)
 
 
 def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
@@ -645,9 +687,7 @@ def checkpoint_path(name: str, directory: str | Path | None = None) -> Path:
 
 
 def _recipe_named(name: str) -> Recipe:
-    if name not in RECIPES:
-        raise ValueError(f"no translation recipe {name!r}; choose one of {sorted(RECIPES)}")
-    return RECIPES[name]
+    return recipe_named(RECIPES, name, "translation recipe")
 
 
 def save(trained: Trained, path: str | Path) -> Path:
@@ -706,7 +746,7 @@ def _inference_data(
         src_vocab=src_vocab,
         tgt_vocab=tgt_vocab,
         train=[],
-        valid=tb.encode_pairs(tb.tokenise_pairs(parts.valid), src_vocab, tgt_vocab),
+        valid=tb.encode_each(tb.tokenise_pairs(parts.valid), src_vocab, tgt_vocab),
         casing=dict(casing),
         references={n: parts.references(n) for n in ("valid", "test")},
     )
@@ -744,37 +784,48 @@ def load(
     """
     recipe = _recipe_named(name)
     if want_retrain(retrain):
-        return _train_named(name, progress)
-    path = checkpoint_path(name, directory)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no checkpoint {path}; make it with `python -m attnlib.mt.translation {name}` "
-            "or pass retrain=True"
-        )
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    if ckpt.get("format") != FORMAT or ckpt.get("recipe") != recipe.as_dict():
-        raise ValueError(
-            f"checkpoint {path} was made by a different recipe than RECIPES[{name!r}]; "
-            f"make it again with `python -m attnlib.mt.translation {name}` or pass retrain=True"
-        )
+        return _fit(name, recipe, progress=progress)
+    ckpt = read_checkpoint(
+        checkpoint_path(name, directory),
+        form=FORMAT,
+        recipe=recipe,
+        name=name,
+        command="python -m attnlib.mt.translation",
+    )
     data = _inference_data(recipe, ckpt["src_itos"], ckpt["tgt_itos"], ckpt["casing"])
     model = build_model(recipe, data)
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
-    return Trained(name, recipe, model, data, TrainHistory(**ckpt["history"]))
+    return Trained(name, recipe, model, data, History(**ckpt["history"]))
 
 
-def retrain(name: str, *, progress: bool = True) -> Trained:
+def retrain(name: str, *, seed: int = 0, progress: bool = True) -> Trained:
     """Train the model of ``RECIPES[name]`` from scratch: the one call behind each checkpoint.
 
     ``save(retrain("attention"), "attention.pt")`` remakes the shipped file.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`RECIPES`.
+    seed : int
+        The training seed: 0 is the shipped recipe; ``k`` keeps its split (the same training,
+        validation and test sentences) and draws other initial weights and another batch
+        order (``Recipe.seed + k``, which the returned ``recipe`` holds).
+    progress : bool
+        A progress bar and a line per epoch.
     """
-    return load(name, retrain=True, progress=progress)
+    return _fit(name, _recipe_named(name), seed=check_seed(seed), progress=progress)
 
 
-def _train_named(name: str, progress: bool) -> Trained:
-    recipe = _recipe_named(name)
+def _fit(name: str, recipe: Recipe, *, seed: int = 0, progress: bool = True) -> Trained:
+    """Split, tokenise and train ``recipe`` (:func:`prepare`, :func:`train_model`), as ``name``.
+
+    ``seed`` as for :func:`retrain`: the split is always ``recipe``'s own.
+    """
     data = prepare(recipe)
+    if seed:
+        recipe = dataclasses.replace(recipe, seed=recipe.seed + seed)
     model, history = train_model(recipe, data, progress=progress)
     return Trained(name, recipe, model, data, history)
 
@@ -789,9 +840,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="folder (default: the package's)")
     args = parser.parse_args(argv)
     for name in args.names or list(RECIPES):
-        trained = retrain(name)
-        path = save(trained, checkpoint_path(name, args.out))
-        h = trained.history
+        made = retrain(name)
+        path = save(made, checkpoint_path(name, args.out))
+        h = made.history
         print(
             f"{name}: {h.steps} steps, best epoch {h.best_epoch} of {len(h.valid_loss)} "
             f"({h.stopped}), {h.seconds:.0f} s → {path} ({path.stat().st_size / 1e6:.2f} MB)",

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from attnlib.core import _real_array, additive_scores, softmax
+from attnlib.core import FloatArray, _real_array, additive_scores, softmax
 
 __all__ = [
     "QKV",
@@ -43,8 +43,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "softmax_jacobian_norm",
 ]
-
-FloatArray = NDArray[np.floating]
 
 
 class Attention(NamedTuple):

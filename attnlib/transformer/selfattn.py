@@ -1,4 +1,4 @@
-"""Self-attention and positional encodings, in numpy: the reference for chapter 19.
+"""Self-attention and positional encodings, in numpy: the reference for chapters/self_attention.
 
 In Bahdanau's step one query s_{t-1} attends over the encoder states h_i. In
 self-attention every position of a sequence attends over the same sequence: row
@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from attnlib.core import _real_array, softmax
+from attnlib.core import FloatArray, _real_array, softmax
 
 __all__ = [
     "SelfAttention",
@@ -32,8 +32,6 @@ __all__ = [
     "positional_encoding",
     "self_attention",
 ]
-
-FloatArray = NDArray[np.floating]
 
 
 class SelfAttention(NamedTuple):

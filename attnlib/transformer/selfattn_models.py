@@ -1,4 +1,4 @@
-"""Small torch models and toy tasks for chapter 19 (self-attention, position, heads).
+"""Small torch models and toy tasks for chapters/self_attention (self-attention, position, heads).
 
 * :class:`MultiHeadSelfAttention` — scaled dot-product self-attention with
   ``n_heads`` heads, each with its own W_q, W_k, W_v (exposed per head, so a
@@ -12,7 +12,7 @@
   them, or a bidirectional GRU.
 * :class:`Tagger` — one self-attention layer over embeddings plus positions,
   one output per position: the multi-head experiment.
-* :func:`make_task` — fixed-length toy tasks (copy, reverse, after_marker,
+* :func:`make_sequences` — fixed-length toy tasks (copy, reverse, after_marker,
   prev_and_match, prev_and_first) as integer tensors; :func:`fit` and :func:`accuracy`.
 
 Everything is seeded: the same call gives the same numbers.
@@ -37,25 +37,31 @@ from attnlib.transformer.selfattn import positional_encoding
 
 __all__ = [
     "ENCODERS",
-    "TASKS",
-    "Data",
+    "SEQUENCE_TASKS",
     "MultiHeadSelfAttention",
     "Reader",
+    "Sequences",
     "Tagger",
     "accuracy",
     "fit",
-    "make_task",
+    "make_sequences",
 ]
 
 Encoder = Literal["embedding", "embedding+position", "self-attention", "rnn"]
 ENCODERS: tuple[str, ...] = ("embedding", "embedding+position", "self-attention", "rnn")
-TaskName = Literal["copy", "reverse", "after_marker", "prev_and_match", "prev_and_first"]
-TASKS: tuple[str, ...] = ("copy", "reverse", "after_marker", "prev_and_match", "prev_and_first")
+SequenceTask = Literal["copy", "reverse", "after_marker", "prev_and_match", "prev_and_first"]
+SEQUENCE_TASKS: tuple[str, ...] = (
+    "copy",
+    "reverse",
+    "after_marker",
+    "prev_and_match",
+    "prev_and_first",
+)
 
 
 # --------------------------------------------------------------------------- tasks
 @dataclass(frozen=True)
-class Data:
+class Sequences:
     """A toy task as tensors.
 
     Attributes
@@ -76,7 +82,7 @@ class Data:
     n_out: int
 
 
-def make_task(name: TaskName, n: int, T: int = 8, K: int = 8, seed: int = 0) -> Data:
+def make_sequences(name: SequenceTask, n: int, T: int = 8, K: int = 8, seed: int = 0) -> Sequences:
     """``n`` random sequences of ``T`` letters (from ``K``) and their targets.
 
     Parameters
@@ -98,31 +104,31 @@ def make_task(name: TaskName, n: int, T: int = 8, K: int = 8, seed: int = 0) -> 
 
     Returns
     -------
-    Data
+    Sequences
     """
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {TASKS}")
+    if name not in SEQUENCE_TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {SEQUENCE_TASKS}")
     if T < 3 or K < 2 or n < 1:
         raise ValueError(f"need n ≥ 1, T ≥ 3 and K ≥ 2, got n={n}, T={T}, K={K}")
     rng = np.random.default_rng(seed)
     x = rng.integers(0, K, size=(n, T))
     if name == "copy":
-        return Data(torch.from_numpy(x), torch.from_numpy(x.copy()), K, K)
+        return Sequences(torch.from_numpy(x), torch.from_numpy(x.copy()), K, K)
     if name == "reverse":
-        return Data(torch.from_numpy(x), torch.from_numpy(x[:, ::-1].copy()), K, K)
+        return Sequences(torch.from_numpy(x), torch.from_numpy(x[:, ::-1].copy()), K, K)
     rows = np.arange(n)
     if name == "after_marker":
         m = rng.integers(0, T - 1, size=n)
         x[rows, m] = K
         y = x[rows, m + 1][:, None]
-        return Data(torch.from_numpy(x), torch.from_numpy(y), K + 1, K)
+        return Sequences(torch.from_numpy(x), torch.from_numpy(y), K + 1, K)
     cue = x[:, 0].copy()
     y = np.full((n, T), -100)
     y[:, 1:] = (x[:, :-1] - cue[:, None]) % K  # at i = 1 the previous letter is the cue: 0
     if name == "prev_and_first":
-        return Data(torch.from_numpy(x), torch.from_numpy(y), K, K)
+        return Sequences(torch.from_numpy(x), torch.from_numpy(y), K, K)
     x[:, 0] = cue + K
-    return Data(torch.from_numpy(x), torch.from_numpy(y), 2 * K, K)
+    return Sequences(torch.from_numpy(x), torch.from_numpy(y), 2 * K, K)
 
 
 # --------------------------------------------------------------------------- layers
@@ -300,7 +306,7 @@ class Tagger(nn.Module):
 # --------------------------------------------------------------------------- training
 def fit(
     model: nn.Module,
-    data: Data,
+    data: Sequences,
     steps: int = 300,
     batch: int = 128,
     lr: float = 1e-2,
@@ -327,7 +333,7 @@ def fit(
     return losses
 
 
-def accuracy(model: nn.Module, data: Data) -> float:
+def accuracy(model: nn.Module, data: Sequences) -> float:
     """Share of target positions (those not ``-100``) predicted right."""
     with torch.no_grad(), eval_mode(model):
         pred = model(data.x).argmax(-1)
@@ -346,14 +352,14 @@ SETUP: dict[str, dict[str, float]] = {
 N_TRAIN, N_TEST, BATCH = 2000, 500, 64
 
 
-def _split(name: TaskName) -> tuple[Data, Data]:
+def _split(name: SequenceTask) -> tuple[Sequences, Sequences]:
     s = SETUP[name]
-    train = make_task(name, N_TRAIN, T=int(s["T"]), K=int(s["K"]), seed=0)
-    test = make_task(name, N_TEST, T=int(s["T"]), K=int(s["K"]), seed=1)
+    train = make_sequences(name, N_TRAIN, T=int(s["T"]), K=int(s["K"]), seed=0)
+    test = make_sequences(name, N_TEST, T=int(s["T"]), K=int(s["K"]), seed=1)
     return train, test
 
 
-def run_reader(name: TaskName, kind: Encoder, seed: int = 0) -> tuple[Reader, float]:
+def run_reader(name: SequenceTask, kind: Encoder, seed: int = 0) -> tuple[Reader, float]:
     """A :class:`Reader` with source states ``kind`` trained on ``name``; (model, accuracy).
 
     The sizes and budget are :data:`SETUP` [name]; the held-out sequences are
@@ -367,8 +373,8 @@ def run_reader(name: TaskName, kind: Encoder, seed: int = 0) -> tuple[Reader, fl
 
 
 def run_tagger(
-    n_heads: int, name: TaskName = "prev_and_match", seed: int = 0
-) -> tuple[Tagger, float, Data]:
+    n_heads: int, name: SequenceTask = "prev_and_match", seed: int = 0
+) -> tuple[Tagger, float, Sequences]:
     """A :class:`Tagger` with ``n_heads`` heads trained on ``name``; (model, accuracy, test data).
 
     ``name`` is ``prev_and_match`` or ``prev_and_first``; the held-out accuracy
@@ -383,7 +389,7 @@ def run_tagger(
     return model, accuracy(model, test), test
 
 
-def head_focus(model: Tagger, data: Data) -> np.ndarray:
+def head_focus(model: Tagger, data: Sequences) -> np.ndarray:
     """Mean weight each head puts on the previous position and on the cue, ``(n_heads, 2)``.
 
     Averaged over the held-out sequences and the positions i ≥ 2 (where the

@@ -1,4 +1,4 @@
-"""Part III's question bank (chapters 10 and 11): nothing under a closed answer gives it away.
+"""Part III's question bank ("True or false", "Spot the error"): nothing under a closed answer gives it away.
 
 Every code cell of a numbered question, its output and its ``attnlib.claims`` checks, is folded
 (myst-nb's ``hide-cell``) under a prompt that names what it holds; the checks keep cells of

@@ -10,8 +10,8 @@ points; a drag is handled move by move. What a move costs in milliseconds is a b
 ``bench/bench_explorable.py`` (with the same :func:`measure_moves`), never a test: a time in a
 browser depends on what else the machine runs.
 
-The second half does the same for attnlib.explorables.sliders' slider explorers (chapters 02, 03 and 05):
-each slider dragged by mouse and moved by keyboard, the figure compared before and after and read
+The second half does the same for attnlib.explorables.sliders' slider explorers (attention_step,
+softmax and entropy): each slider dragged by mouse and moved by keyboard, the figure compared before and after and read
 back (bar heights through the axis ticks, the heatmap's frame, the texts) against attnlib.core for
 the values the sliders show; screenshots before and after go to tests/_artifacts/explorables/.
 """
@@ -51,7 +51,7 @@ TOL = 1e-6
 
 
 def _by_hand(s: np.ndarray, h: np.ndarray, score: str, beta: float) -> tuple[Any, Any, Any]:
-    """The step written out position by position, from the formulas of chapter 04."""
+    """The step written out position by position, from the formulas of score_functions."""
     W_a, U_a, v_a = (
         np.array(x)
         for x in (explorable.DEFAULT_W_A, explorable.DEFAULT_U_A, explorable.DEFAULT_V_A)
@@ -188,52 +188,6 @@ def test_the_front_end_ships_with_the_package() -> None:
     missing = [f for f in shipped if not any(fnmatch(f, pat) for pat in patterns)]
     assert not missing, f"assets not in package-data: {missing}"
     assert {"attention_drag.js", "attention_drag.css"} <= shipped
-
-
-# --------------------------------------------------------------------------- the site extension
-
-
-def _extension() -> Any:
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(ROOT / "_ext"))
-    try:
-        return importlib.import_module("explorable_site")
-    finally:
-        sys.path.remove(str(ROOT / "_ext"))
-
-
-def test_extension_maps_anywidget_to_the_site_copy_right_after_requirejs() -> None:
-    from sphinx.builders.html._assets import _JavaScript
-
-    ext = _extension()
-    state = {"state": {"m1": {"model_module": "anywidget", "state": {}}}}
-    scripts = [
-        _JavaScript("_static/doctools.js"),
-        _JavaScript(None, type="application/vnd.jupyter.widget-state+json", body=json.dumps(state)),
-        _JavaScript("_vendor/requirejs/require.js"),
-        _JavaScript("_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js"),
-    ]
-    context = {"script_files": scripts, "pathto": lambda uri, resource=0: f"../{uri}"}
-    ext.point_requirejs_at_anywidget(None, "chapters/x", "page.html", context, None)
-    assert len(scripts) == 5
-    body = scripts[3].attributes.get("body", "")
-    assert body == 'require.config({paths: {anywidget: "../_vendor/anywidget/index"}});', body
-    assert scripts[4].filename.endswith("embed-amd.js")
-
-
-def test_extension_leaves_pages_without_anywidget_alone() -> None:
-    from sphinx.builders.html._assets import _JavaScript
-
-    ext = _extension()
-    state = {"state": {"m1": {"model_module": "@jupyter-widgets/controls", "state": {}}}}
-    scripts = [
-        _JavaScript(None, type="application/vnd.jupyter.widget-state+json", body=json.dumps(state)),
-        _JavaScript("_vendor/requirejs/require.js"),
-    ]
-    ext.point_requirejs_at_anywidget(None, "x", "page.html", {"script_files": scripts}, None)
-    assert len(scripts) == 2
 
 
 # --------------------------------------------------------------------------- in the browser
@@ -607,8 +561,7 @@ def test_the_built_page_is_the_chapter_with_the_explorable() -> None:
         "_static/anywidget_static.js" in html
     )  # offline_site: no widget manager on anywidget-only pages
     assert "embed-amd.js" not in html
-    assert (SITE / "_vendor" / "anywidget" / "index.js").is_file()
-    assert (SITE / "_vendor" / "anywidget" / "LICENSE").is_file()
+    assert "require.js" not in html  # no widget manager, and no RequireJS to load one
     # The front end travels in the saved state, which the execution cache keeps: a page built
     # before the last edit of the assets would test old JavaScript.
     m = re.search(
@@ -622,7 +575,7 @@ def test_the_built_page_is_the_chapter_with_the_explorable() -> None:
     ]
     for key, name in (("_esm", "attention_drag.js"), ("_css", "attention_drag.css")):
         assert state[key] == (explorable.ASSETS / name).read_text(encoding="utf-8"), (
-            f"the built page has an old {name}: clear chapter 04's cached execution "
+            f"the built page has an old {name}: clear the cached execution of score_functions "
             "(_build/.jupyter_cache) and rebuild"
         )
 
@@ -639,7 +592,8 @@ def test_assets_are_small() -> None:
 
 
 # =========================================================================== the slider explorers
-# attnlib.explorables.sliders' three explorers (chapters 02, 03, 05): one ES module (sliders.js), three views.
+# attnlib.explorables.sliders' three explorers (attention_step, softmax, entropy): one ES module
+# (sliders.js), three views.
 # Each is opened offline on its built page at both widths and in both modes; its sliders are
 # dragged by mouse and moved by keyboard; what is drawn (bar heights read off the SVG through its
 # axis ticks, the frame of the heatmap, the texts) is checked against attnlib.core computed here
@@ -1024,10 +978,10 @@ def test_the_built_page_carries_the_current_front_end(view: str) -> None:
 
 
 # =========================================================================== the translate form
-# attnlib.explorables.translate's TranslateWidget (chapter 17): one anywidget whose work is done by the
+# attnlib.explorables.translate's TranslateWidget (real_alignments): one anywidget whose work is done by the
 # kernel. Without a site: its front end (translate.js) against a stand-in model in a blank page,
 # playing the kernel's part (answers to the "translate" message) and the static page's (no kernel).
-# With the built site: chapter 17 draws it without the widget manager from the saved state, and
+# With the built site: the chapter's page draws it from the saved state (anywidget_static.js), and
 # says that translating needs the notebook running when the learner asks for a new sentence.
 
 TRANSLATE_PAGE = "chapters/real_alignments.html"
@@ -1295,7 +1249,7 @@ def test_the_built_translate_page_carries_the_current_front_end() -> None:
     state = _saved_translate_state()
     for key, name in (("_esm", "translate.js"), ("_css", "translate.css")):
         assert state[key] == (explorable.ASSETS / name).read_text(encoding="utf-8"), (
-            f"the built page has an old {name}: clear chapter 17's cached execution "
+            f"the built page has an old {name}: clear the cached execution of real_alignments "
             "(_build/.jupyter_cache) and rebuild"
         )
 

@@ -50,7 +50,7 @@ def test_every_explorer_ships_the_front_end_in_its_state() -> None:
         assert re.search(rf"\b{view}: {view}View\b", js), view
 
 
-# ----------------------------------------------------------------------------- softmax (ch. 3)
+# ----------------------------------------------------------------------------- softmax
 def test_softmax_explorer_shows_the_scores_and_their_softmax() -> None:
     ex = widgets.softmax_explorer([2.0, 0.5, -1.0], ["x", "y", "z"])
     assert ex.labels == ["x", "y", "z"]
@@ -93,7 +93,7 @@ def test_softmax_explorer_explains_bad_input(args: tuple, message: str) -> None:
         widgets.softmax_explorer(*args)
 
 
-# ----------------------------------------------------------------------------- steps (ch. 2)
+# ----------------------------------------------------------------------------- steps
 def test_step_explorer_is_one_based_and_shows_row_t() -> None:
     ex = widgets.step_explorer(ALPHA, ["a", "b", "c"], ["X", "Y", "Z"])
     assert ex.t == 1
@@ -125,7 +125,7 @@ def test_step_explorer_explains_mismatched_shapes() -> None:
         widgets.step_explorer(ALPHA[0], ["a", "b", "c"], ["X"])
 
 
-# ----------------------------------------------------------------------------- temperature (ch. 5)
+# ----------------------------------------------------------------------------- temperature
 def test_temperature_explorer_weights_and_entropy() -> None:
     e = np.array([1.0, 2.0, 0.0, -1.0])
     ex = widgets.temperature_explorer(e, beta=2.5)

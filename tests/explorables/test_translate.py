@@ -1,4 +1,4 @@
-"""Tests for attnlib.explorables.translate: explain a sentence, draw it, and the translate-your-own widget.
+"""Tests for attnlib.explorables.translate: read_sentence a sentence, draw it, and the translate-your-own widget.
 
 The widget's front end is tested in a browser in ``tests/explorables/test_front_ends.py``.
 
@@ -46,7 +46,7 @@ TINY = tr.Recipe(
 def _untrained(recipe: tr.Recipe, data: tr.Data) -> tr.Trained:
     model = tr.build_model(recipe, data)
     model.eval()
-    return tr.Trained("tiny", recipe, model, data, tr.TrainHistory())
+    return tr.Trained("tiny", recipe, model, data, tr.History())
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +79,10 @@ def expected_entropy(alpha: np.ndarray) -> np.ndarray:
     return -terms.sum(axis=1)
 
 
-def check_contract(trained: tr.Trained, text: str, k: int) -> T.Explanation:
-    """Everything explain promises about one sentence, checked against independent values."""
-    ex = T.explain(trained, text, k)
-    assert ex.translation == trained.translate([text], k=k)[0]
+def check_contract(trained: tr.Trained, text: str, k: int) -> T.Reading:
+    """Everything read_sentence promises about one sentence, checked against independent values."""
+    ex = T.read_sentence(trained, text, k)
+    assert ex.translation == trained.translate([text], k=k)[0].text
     assert ex.k == k
     assert ex.text == text
     vocab = trained.data.src_vocab.stoi
@@ -100,7 +100,7 @@ def check_contract(trained: tr.Trained, text: str, k: int) -> T.Explanation:
     return ex
 
 
-# --------------------------------------------------------------------------- explain
+# --------------------------------------------------------------------------- read_sentence
 @pytest.mark.parametrize("k", [1, 2])
 def test_explain_keeps_the_contract_on_a_known_sentence(
     tiny: tr.Trained, known: str, k: int
@@ -124,46 +124,46 @@ def test_unknown_words_become_unk_and_are_listed_once(tiny: tr.Trained) -> None:
 @pytest.mark.parametrize("text", ["", " ", "\t\n  ", "\u200b\u00a0"])
 def test_empty_input_is_refused_with_a_message(tiny: tr.Trained, text: str) -> None:
     with pytest.raises(ValueError, match="nothing to translate: type an English sentence"):
-        T.explain(tiny, text)
+        T.read_sentence(tiny, text)
 
 
 def test_the_length_limit_counts_tokens_and_says_what_it_is(tiny: tr.Trained) -> None:
     at_limit = " ".join(["word"] * (T.MAX_TOKENS - 1)) + "."  # MAX_TOKENS tokens
-    ex = T.explain(tiny, at_limit, 1)
+    ex = T.read_sentence(tiny, at_limit, 1)
     assert ex.T_x == T.MAX_TOKENS + 1  # with <eos>
     over = " ".join(["word"] * T.MAX_TOKENS) + "."
     with pytest.raises(
         ValueError, match=rf"has {T.MAX_TOKENS + 1} tokens .* at most {T.MAX_TOKENS}"
     ):
-        T.explain(tiny, over, 1)
+        T.read_sentence(tiny, over, 1)
     with pytest.raises(ValueError, match=f"at most {T.MAX_CHARS} characters"):
-        T.explain(tiny, "a" * (T.MAX_CHARS + 1), 1)  # refused before tokenising
+        T.read_sentence(tiny, "a" * (T.MAX_CHARS + 1), 1)  # refused before tokenising
 
 
 def test_punctuation_counts_towards_the_limit(tiny: tr.Trained) -> None:
     with pytest.raises(ValueError, match="tokens"):
-        T.explain(tiny, "! " * (T.MAX_TOKENS + 1), 1)
+        T.read_sentence(tiny, "! " * (T.MAX_TOKENS + 1), 1)
 
 
 @pytest.mark.parametrize("bad", [None, 42, ["I am here."], b"I am here."])
 def test_a_non_string_is_a_type_error(tiny: tr.Trained, bad: object) -> None:
     with pytest.raises(TypeError, match="English sentence"):
-        T.explain(tiny, bad)  # type: ignore[arg-type]
+        T.read_sentence(tiny, bad)  # type: ignore[arg-type]
 
 
 def test_a_bad_beam_size_is_refused(tiny: tr.Trained, known: str) -> None:
     with pytest.raises(ValueError, match="k must be a whole number"):
-        T.explain(tiny, known, 0)
+        T.read_sentence(tiny, known, 0)
 
 
 def test_a_model_without_attention_is_refused(tiny_data: tr.Data, known: str) -> None:
     recipe = dataclasses.replace(TINY, decoder="none")
     with pytest.raises(ValueError, match="no attention"):
-        T.explain(_untrained(recipe, tiny_data), known)
+        T.read_sentence(_untrained(recipe, tiny_data), known)
 
 
 def test_an_explanation_cannot_be_changed(tiny: tr.Trained, known: str) -> None:
-    ex = T.explain(tiny, known, 1)
+    ex = T.read_sentence(tiny, known, 1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         ex.translation = "x"  # type: ignore[misc]
     with pytest.raises(ValueError, match="read-only"):
@@ -172,10 +172,10 @@ def test_an_explanation_cannot_be_changed(tiny: tr.Trained, known: str) -> None:
 
 # --------------------------------------------------------------------------- figure and render
 def test_plot_draws_alpha_with_token_labels_and_entropy_bars(tiny: tr.Trained) -> None:
-    ex = T.explain(tiny, "I paid $5 and $6, zorblax.", 2)
+    ex = T.read_sentence(tiny, "I paid $5 and $6, zorblax.", 2)
     fig = Figure()
     axes = fig.subplots(1, 2)
-    assert T.plot_explanation(ex, ax=axes) is fig
+    assert T.plot_reading(ex, ax=axes) is fig
     fig.canvas.draw()  # two "$" among the labels must not start mathtext
     (image,) = axes[0].get_images()
     np.testing.assert_allclose(image.get_array(), ex.alpha)
@@ -188,9 +188,9 @@ def test_plot_draws_alpha_with_token_labels_and_entropy_bars(tiny: tr.Trained) -
 
 
 def test_plot_without_axes_makes_one_pyplot_figure(tiny: tr.Trained, known: str) -> None:
-    ex = T.explain(tiny, known, 1)
+    ex = T.read_sentence(tiny, known, 1)
     before = set(plt.get_fignums())
-    fig = T.plot_explanation(ex)
+    fig = T.plot_reading(ex)
     try:
         assert set(plt.get_fignums()) - before == {fig.number}
         assert len(fig.axes) == 3  # heatmap, entropy bars, colorbar
@@ -210,26 +210,26 @@ def test_any_text_gives_a_result_or_a_clear_refusal(tiny: tr.Trained, text: str)
     n = len(tb.tokenise(text, "en"))
     if n == 0:
         with pytest.raises(ValueError, match="nothing to translate"):
-            T.explain(tiny, text, 1)
+            T.read_sentence(tiny, text, 1)
     elif n > T.MAX_TOKENS:
         with pytest.raises(ValueError, match=f"at most {T.MAX_TOKENS}"):
-            T.explain(tiny, text, 1)
+            T.read_sentence(tiny, text, 1)
     else:
-        ex = T.explain(tiny, text, 1)
+        ex = T.read_sentence(tiny, text, 1)
         assert ex.T_x == n + 1
         np.testing.assert_allclose(ex.alpha.sum(axis=1), 1.0, atol=1e-5)
 
 
 def test_plot_checks_its_arguments(tiny: tr.Trained, known: str) -> None:
-    ex = T.explain(tiny, known, 1)
+    ex = T.read_sentence(tiny, known, 1)
     with pytest.raises(ValueError, match="two Axes"):
-        T.plot_explanation(ex, ax=[Figure().subplots()])
-    with pytest.raises(TypeError, match="Explanation"):
-        T.plot_explanation(ex.alpha)  # type: ignore[arg-type]
+        T.plot_reading(ex, ax=[Figure().subplots()])
+    with pytest.raises(TypeError, match="Reading"):
+        T.plot_reading(ex.alpha)  # type: ignore[arg-type]
 
 
 def test_render_escapes_what_was_typed(tiny: tr.Trained) -> None:
-    ex = T.explain(tiny, "<script>alert(1)</script> I <b>am</b> here", 1)
+    ex = T.read_sentence(tiny, "<script>alert(1)</script> I <b>am</b> here", 1)
     shown = T.render(ex)
     for part in (shown.summary, shown.table):
         assert "<script" not in part
@@ -244,7 +244,7 @@ def test_render_escapes_what_was_typed(tiny: tr.Trained) -> None:
 
 
 def test_the_table_names_where_each_step_looks(tiny: tr.Trained, known: str) -> None:
-    ex = T.explain(tiny, known, 1)
+    ex = T.read_sentence(tiny, known, 1)
     body = T.render(ex).table.split("<tbody>")[1]
     rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in body.split("</tr>")[:-1]]
     H = expected_entropy(ex.alpha)
@@ -263,22 +263,22 @@ def test_the_table_names_where_each_step_looks(tiny: tr.Trained, known: str) -> 
 # --------------------------------------------------------------------------- widget
 # The widget is one anywidget: the front end (translate.js) shows the synced traits; these tests
 # play the front end's part on the kernel side (its custom message, its state updates) and hold
-# the traits to explain() and render() computed here for the same sentence and k.
+# the traits to read_sentence() and render() computed here for the same sentence and k.
 
 
 def shows(w: T.TranslateWidget, trained: tr.Trained, text: str, k: int) -> None:
-    """The synced traits are what render(explain(text, k)) gives, and nothing is wrong."""
-    expected = T.render(T.explain(trained, text, k))
+    """The synced traits are what render(read_sentence(text, k)) gives, and nothing is wrong."""
+    expected = T.render(T.read_sentence(trained, text, k))
     assert (w.sentence, w.k) == (text, k)
     assert w.problem is None
     assert w.summary == expected.summary
     assert w.table == expected.table
     assert w.alt == expected.alt
     assert base64.b64decode(w.png, validate=True) == expected.png
-    assert html.escape(trained.translate([text], k=k)[0]) in w.summary
+    assert html.escape(trained.translate([text], k=k)[0].text) in w.summary
     assert not w.busy
-    assert w.explanation is not None
-    assert (w.explanation.text, w.explanation.k) == (text, k)
+    assert w.reading is not None
+    assert (w.reading.text, w.reading.k) == (text, k)
 
 
 def ask(w: T.TranslateWidget, **content: object) -> list[object]:
@@ -308,7 +308,7 @@ def test_the_initial_state_is_in_the_embedded_widget_state(tiny: tr.Trained, kno
     [saved] = [s for s in state.values() if s["model_module"] == "anywidget"]
     assert not saved.get("buffers")  # the figure travels as base64 text in the state
     values = saved["state"]
-    expected = T.render(T.explain(tiny, known, 1))
+    expected = T.render(T.read_sentence(tiny, known, 1))
     assert values["sentence"] == known
     assert values["k"] == 1
     assert values["summary"] == expected.summary
@@ -335,8 +335,8 @@ def test_a_new_sentence_or_beam_size_from_the_front_end_is_translated(
     assert w.summary != first_html
     assert w.png != first_png
     assert "zorblax" in w.summary
-    assert w.explanation is not None
-    assert w.explanation.unknown == ("zorblax",)
+    assert w.reading is not None
+    assert w.reading.unknown == ("zorblax",)
     assert ask(w, sentence=text, k=2.0) == [{"type": "done"}]  # JavaScript's numbers are floats
     shows(w, tiny, text, 2)
     assert "k = 2" in w.summary
@@ -378,7 +378,7 @@ def test_bad_input_is_a_message_not_a_traceback(
     assert w.problem is not None
     assert said in w.problem
     assert "Traceback" not in w.problem
-    assert w.explanation is None
+    assert w.reading is None
     assert (w.summary, w.table, w.png, w.alt) == ("", "", "", "")  # no stale heatmap
     assert not w.busy
     w.sentence = known  # and it recovers
@@ -399,7 +399,7 @@ def test_a_bad_request_is_a_message(tiny: tr.Trained, known: str, content: dict,
     assert ask(w, **content) == [{"type": "done"}]
     assert w.problem is not None
     assert said in w.problem
-    assert w.explanation is None
+    assert w.reading is None
     assert (w.sentence, w.k) == (known, 3)  # a refused request changes neither
 
 
@@ -411,7 +411,7 @@ def test_an_error_inside_the_callback_becomes_a_message(
     def broken(*_args: object, **_kw: object) -> None:
         raise RuntimeError("the decoder fell over")
 
-    for name in ("explain", "render"):
+    for name in ("read_sentence", "render"):
         with monkeypatch.context() as patch:
             patch.setattr(T, name, broken)
             assert ask(w, sentence=known, k=1) == [{"type": "done"}]  # must not raise
@@ -420,7 +420,7 @@ def test_an_error_inside_the_callback_becomes_a_message(
         assert "Something went wrong" in w.problem, name
         assert "the decoder fell over" in w.problem
         assert "Traceback" not in w.problem
-        assert w.explanation is None
+        assert w.reading is None
         assert w.png == ""
         assert not w.busy
     assert ask(w, sentence=known, k=1) == [{"type": "done"}]
@@ -430,9 +430,9 @@ def test_an_error_inside_the_callback_becomes_a_message(
 def test_translate_returns_the_explanation_it_shows(tiny: tr.Trained, known: str) -> None:
     w = T.translate_widget(tiny, known, k=2)
     ex = w.translate()
-    assert ex is w.explanation
+    assert ex is w.reading
     assert ex is not None
-    assert ex.translation == tiny.translate([known], k=2)[0]
+    assert ex.translation == tiny.translate([known], k=2)[0].text
 
 
 def test_other_messages_are_ignored(tiny: tr.Trained, known: str) -> None:
@@ -464,7 +464,7 @@ def test_something_that_is_not_a_model_is_refused() -> None:
     with pytest.raises(TypeError, match="trained translation model"):
         T.translate_widget("attention")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="trained translation model"):
-        T.explain("attention", "I am here.")  # type: ignore[arg-type]
+        T.read_sentence("attention", "I am here.")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- the shipped model
@@ -487,9 +487,9 @@ def test_the_shipped_vocabulary_turns_a_made_up_word_into_unk(shipped: tr.Traine
 @pytest.mark.slow
 def test_the_shipped_widget_shows_the_example(shipped: tr.Trained) -> None:
     w = T.translate_widget(shipped)
-    assert w.explanation is not None
-    french = shipped.translate([T.EXAMPLE], k=5)[0]
-    assert w.explanation.translation == french
+    assert w.reading is not None
+    french = shipped.translate([T.EXAMPLE], k=5)[0].text
+    assert w.reading.translation == french
     shows(w, shipped, T.EXAMPLE, 5)
 
 

@@ -16,29 +16,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from attnlib import bundle
-from conftest import ROOT
+from conftest import ROOT, toc_pages
 
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
 LIVE = SITE.parent / "live"
 
 
-def toc_files() -> list[str]:
-    """Every page of _toc.yml, read here independently of attnlib.bundle."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    stack = list(toc["parts"])
-    while stack:
-        entry = stack.pop(0)
-        if "file" in entry:
-            files.append(entry["file"])
-        stack[:0] = entry.get("chapters", []) + entry.get("sections", [])
-    return files
-
-
-TOC_NOTEBOOKS = [f"{f}.ipynb" for f in toc_files() if (ROOT / f"{f}.ipynb").is_file()]
+#: Every notebook page of _toc.yml, read independently of attnlib.bundle (conftest.toc_pages).
+TOC_NOTEBOOKS = [f"{f}.ipynb" for f in toc_pages() if (ROOT / f"{f}.ipynb").is_file()]
 #: Absolute paths of a machine: this repository's, and the usual homes and scratch folders.
 MACHINE_PATH = re.compile(
     "|".join(
@@ -78,7 +65,13 @@ def members(zf: zipfile.ZipFile) -> dict[str, str]:
 
 @pytest.mark.slow  # the live tree of the built site
 def test_every_notebook_of_the_toc_is_in_the_zip_and_nothing_else_but_the_readme(zipped):
-    assert len(TOC_NOTEBOOKS) >= 17 + 6, TOC_NOTEBOOKS  # the chapters and the six exercises
+    # every chapter and exercise notebook on disk is a page of the book, so the zip holds them all
+    on_disk = sorted(
+        p.relative_to(ROOT).as_posix()
+        for pattern in ("chapters/*.ipynb", "exercises/[0-9]*.ipynb")
+        for p in ROOT.glob(pattern)
+    )
+    assert sorted(TOC_NOTEBOOKS) == on_disk
     files = members(zipped)
     assert sorted(files) == sorted([*TOC_NOTEBOOKS, "README.md"])
 
@@ -138,6 +131,27 @@ def _live_tree(root: Path, notebooks: dict[str, dict]) -> Path:
     }
     (root / bundle.MANIFEST).write_text(json.dumps(record))
     return root
+
+
+def test_the_notebooks_of_the_toc_are_its_files_and_what_its_globs_match(tmp_path):
+    # a glob entry stands for every notebook it matches, in name order, where it stands; a
+    # Markdown page and a notebook outside the pattern (an instructor source) are left out
+    for rel in ("intro.md", "chapters/b.ipynb", "ex/index.md", "ex/02_y.ipynb", "ex/01_x.ipynb"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    (tmp_path / "ex" / "source").mkdir()
+    (tmp_path / "ex" / "source" / "01_x.ipynb").write_text("{}")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n"
+        "  - caption: A\n    chapters:\n      - file: chapters/b\n"
+        "  - caption: B\n    chapters:\n      - file: ex/index\n"
+        "        sections:\n          - glob: ex/[0-9]*\n"
+    )
+    got = [p.as_posix() for p in bundle.toc_notebooks(tmp_path)]
+    assert got == ["chapters/b.ipynb", "ex/01_x.ipynb", "ex/02_y.ipynb"]
+    assert got == [f"{p}.ipynb" for p in toc_pages(tmp_path) if p != "intro" and "index" not in p]
+    # and on the course's own table of contents
+    assert [p.as_posix() for p in bundle.toc_notebooks(ROOT)] == TOC_NOTEBOOKS
 
 
 def test_outputs_and_widget_state_are_stripped_and_machine_paths_in_them_go_with_them(tmp_path):

@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from attnlib import colab
-from conftest import ROOT
+from conftest import ROOT, toc_pages
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import check_links
@@ -766,19 +766,8 @@ def _record() -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _toc_notebooks() -> list[str]:
-    """The notebooks of _toc.yml, read here independently of the extension."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    stack, found = list(toc["parts"]), []
-    while stack:
-        entry = stack.pop(0)
-        if "file" in entry and (ROOT / f"{entry['file']}.ipynb").is_file():
-            found.append(f"{entry['file']}.ipynb")
-        stack[:0] = entry.get("chapters", []) + entry.get("sections", [])
-    return found
-
-
-NOTEBOOKS = _toc_notebooks()
+#: The notebooks of _toc.yml, read independently of the extension (conftest.toc_pages).
+NOTEBOOKS = [f"{page}.ipynb" for page in toc_pages() if (ROOT / f"{page}.ipynb").is_file()]
 
 
 def _cells(rel: str) -> list[dict[str, Any]]:

@@ -59,8 +59,8 @@ REFS = [
 # --------------------------------------------------------------------------- BLEU from statistics
 def test_words_counts_tokens_with_a_letter_or_digit() -> None:
     # by hand: "I'm" is the two tokens i 'm; punctuation is no word
-    assert [ma.words(s) for s in SOURCES] == [1, 3, 4, 5, 5]
-    assert ma.words("In 1992, yes!") == 3
+    assert [tb.words(s) for s in SOURCES] == [1, 3, 4, 5, 5]
+    assert tb.words("In 1992, yes!") == 3
 
 
 def test_bleu_from_summed_stats_is_corpus_bleu() -> None:
@@ -377,7 +377,7 @@ def _tiny(attention: bool = True) -> tr.Trained:
     recipe = TINY if attention else dataclasses.replace(TINY, decoder="none")
     data = tr.prepare(recipe, tb.load_pairs()[:300])
     model = tr.build_model(recipe, data)  # untrained: enough for shapes and bookkeeping
-    return tr.Trained("custom", recipe, model.eval(), data, tr.TrainHistory())
+    return tr.Trained("custom", recipe, model.eval(), data, tr.History())
 
 
 @pytest.mark.slow

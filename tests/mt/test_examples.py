@@ -118,7 +118,7 @@ def test_no_sources_is_an_error() -> None:
 def test_pieces_and_words() -> None:
     assert mx.pieces("Prouve-le-moi !") == 3
     assert mx.pieces("L'orchestre joue.") == 3
-    assert mx.words("Don't stop, Tom!", "en") == 4  # don, 't, stop, tom: punctuation is no word
+    assert tb.words("Don't stop, Tom!", "en") == 4  # don, 't, stop, tom: punctuation is no word
 
 
 def test_reference_disagreement_finds_the_reference_the_others_do_not_word_alike() -> None:

@@ -231,18 +231,20 @@ def test_bucket_assignment_at_the_edges():
     refs = [["a"], ["b"], ["c"], ["d"], ["e"]]
     lengths = [1, 2, 3, 4, 7]
     buckets = bleu_by_bucket(hyps, refs, lengths, [1, 3, 5, 7, 8])
-    assert [(b.lo, b.hi, b.n_sentences) for b in buckets] == [
-        (1, 3, 2),
-        (3, 5, 2),
-        (5, 7, 0),
-        (7, 8, 1),
+    # lo and hi are both in the bucket: edges [3, 5) hold the lengths 3 and 4
+    assert [(b.lo, b.hi, b.n) for b in buckets] == [
+        (1, 2, 2),
+        (3, 4, 2),
+        (5, 6, 0),
+        (7, 7, 1),
     ]
     assert [b.label for b in buckets] == ["1-2", "3-4", "5-6", "7"]
+    assert [b.end for b in buckets] == [3, 5, 7, 8]  # the edges back
     empty = buckets[2]
-    assert empty.bleu is None
-    assert empty.result is None
-    assert buckets[0].result is not None
-    assert buckets[0].result.n_sentences == 2
+    assert empty.scores == {}  # nothing to score is not a score of 0
+    with pytest.raises(AttributeError, match="no source has a length in 5-6: no bleu"):
+        _ = empty.bleu
+    assert buckets[0].bleu == corpus_bleu(hyps[:2], refs[:2]).score
 
 
 def test_bucket_bleu_is_corpus_bleu_of_its_sentences():

@@ -353,7 +353,7 @@ def vocabs() -> tuple[Vocab, Vocab]:
 
 def test_batches_are_padded_masked_and_cover_every_pair(vocabs):
     src_v, tgt_v = vocabs
-    enc = tb.encode_pairs(TOKEN_PAIRS, src_v, tgt_v)
+    enc = tb.encode_each(TOKEN_PAIRS, src_v, tgt_v)
     out = list(tb.batches(enc, batch_size=3, seed=0))
     assert sorted(i for b in out for i in b.index.tolist()) == list(range(len(TOKEN_PAIRS)))
     assert [len(b) for b in out].count(3) == 2
@@ -381,7 +381,7 @@ def test_batches_are_padded_masked_and_cover_every_pair(vocabs):
 
 def test_batches_group_similar_lengths_and_follow_the_seed(vocabs):
     src_v, tgt_v = vocabs
-    enc = tb.encode_pairs(TOKEN_PAIRS, src_v, tgt_v)
+    enc = tb.encode_each(TOKEN_PAIRS, src_v, tgt_v)
     # Source lengths (with <eos>) sorted: 3 3 3 4 5 6 6; batches of 3 are cut from that order.
     ordered = list(tb.batches(enc, batch_size=3, seed=None))
     assert [b.mask.sum(dim=1).tolist() for b in ordered] == [[3, 3, 3], [4, 5, 6], [6]]
@@ -396,7 +396,7 @@ def test_batches_group_similar_lengths_and_follow_the_seed(vocabs):
 def test_batches_match_train_encode_pairs_and_feed_the_model(vocabs):
     src_v, tgt_v = vocabs
     task = Task("tiny", src_v, tgt_v, [], [], [], " ", " ")
-    enc = tb.encode_pairs(TOKEN_PAIRS, src_v, tgt_v)
+    enc = tb.encode_each(TOKEN_PAIRS, src_v, tgt_v)
     [b] = tb.batches(enc, batch_size=len(TOKEN_PAIRS), seed=0)
     ref = train_encode_pairs(task, [TOKEN_PAIRS[i] for i in b.index.tolist()])
     assert torch.equal(b.src, ref.src)

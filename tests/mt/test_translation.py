@@ -6,11 +6,13 @@ import dataclasses
 import functools
 import re
 
+import numpy as np
 import pytest
 import torch
 
 from attnlib.mt import tatoeba as tb
 from attnlib.mt import translation as tr
+from attnlib.trained import Translation
 
 TINY = tr.Recipe(
     limit=300, test_sources=40, valid_sources=20, min_freq=1, emb=16, hidden=16, d_s=24, d_a=8,
@@ -29,12 +31,12 @@ def _data(recipe: tr.Recipe = TINY) -> tr.Data:
 
 
 @functools.cache
-def _trained() -> tuple[object, tr.TrainHistory]:
+def _trained() -> tuple[object, tr.History]:
     return tr.train_model(TINY, _data(), progress=False)
 
 
 @functools.cache
-def _quick() -> tuple[object, tr.TrainHistory]:
+def _quick() -> tuple[object, tr.History]:
     """A few steps only: enough for the decoding and scoring paths, fast."""
     return tr.train_model(dataclasses.replace(TINY, max_steps=5), _data(), progress=False)
 
@@ -105,14 +107,25 @@ def test_baseline_trains_under_the_same_recipe() -> None:
     assert hist.stopped == "max_steps"
 
 
-def test_translate_returns_one_french_string_per_sentence() -> None:
+def test_translate_returns_one_translation_per_sentence() -> None:
     model, _ = _quick()
     sentences = ["Go.", "I am here.", "Zyxwv qqq."]  # the last is all <unk>
     for k in (1, 3):
         out = tr.translate(model, _data(), sentences, k=k)  # type: ignore[arg-type]
         assert len(out) == 3
-        assert all(isinstance(s, str) for s in out)
-        assert not any("<eos>" in s or "<pad>" in s for s in out)
+        assert all(isinstance(t, Translation) for t in out)
+        assert not any("<eos>" in t.text or "<pad>" in t.text for t in out)
+        assert out[0].src == ["go", ".", "<eos>"]  # what the encoder read
+        assert out[2].src == ["<unk>", "<unk>", ".", "<eos>"]
+        for t in out:
+            assert t.alpha is not None
+            assert t.alpha.shape == (len(t.out), len(t.src))
+            np.testing.assert_allclose(t.alpha.sum(axis=1), 1.0, rtol=1e-5)
+            assert "<pad>" not in t.out
+            assert "<eos>" not in t.out[:-1]
+    [bare] = tr.translate(model, _data(), sentences[:1], return_attention=False)  # type: ignore[arg-type]
+    assert bare.alpha is None
+    assert bare.text == tr.translate(model, _data(), sentences[:1])[0].text  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         tr.translate(model, _data(), "Go.")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="no tokens"):
@@ -124,21 +137,25 @@ def test_translate_does_not_depend_on_batching() -> None:
     sentences = ["Go.", "I am very tired today.", "Hi."]
     together = tr.translate(model, _data(), sentences)  # type: ignore[arg-type]
     alone = [tr.translate(model, _data(), [s])[0] for s in sentences]  # type: ignore[arg-type]
-    assert together == alone
+    for a, b in zip(together, alone, strict=True):
+        assert (a.src, a.out, a.text) == (b.src, b.out, b.text)
+        # one sentence alone takes the one-sentence path: α equal up to float32 rounding
+        np.testing.assert_allclose(a.alpha, b.alpha, rtol=0, atol=1e-5)
 
 
-def test_evaluate_bleu_scores_against_all_references() -> None:
+def test_evaluate_scores_against_all_references() -> None:
     model, _ = _quick()
     data = _data()
-    ev = tr.evaluate_bleu(model, data, "test", k=1, threads=1)  # type: ignore[arg-type]
+    ev = tr.evaluate(model, data, "test", k=1, threads=1)  # type: ignore[arg-type]
     assert "nrefs:" in ev.bleu.signature
     assert "tok:13a" in ev.bleu.signature
     assert "chrF" in ev.chrf.signature or "nc:6" in ev.chrf.signature
-    assert ev.hypotheses == tr.translate(model, data, ev.sources)  # type: ignore[arg-type]
+    assert ev.hypotheses == [t.text for t in tr.translate(model, data, ev.sources)]  # type: ignore[arg-type]
+    assert (ev.split, ev.n) == ("test", 40)
     assert ev.bleu.n_sentences == len(ev.hypotheses) == 40
     assert 0.0 <= ev.bleu.score <= 100.0
     assert 0.0 <= ev.chrf.score <= 100.0
-    assert sum(b.n_sentences for b in ev.buckets) == 40
+    assert sum(b.n for b in ev.by_length) == 40
     # the references are those of the split, grouped by source, normalised like the training text
     want = {
         en: sorted(tb.normalise(p.fr, "fr") for p in data.split.test if p.en == en)
@@ -147,7 +164,7 @@ def test_evaluate_bleu_scores_against_all_references() -> None:
     assert {en: sorted(r) for en, r in zip(ev.sources, ev.references, strict=True)} == want
 
 
-def test_evaluate_bleu_of_the_references_themselves_is_perfect() -> None:
+def test_evaluate_of_the_references_themselves_is_perfect() -> None:
     # a model that outputs one reference of each source scores 100: built by hand here
     data = _data()
     refs = [r for _, r in data.references["test"]]
@@ -155,10 +172,10 @@ def test_evaluate_bleu_of_the_references_themselves_is_perfect() -> None:
 
     assert scoring.corpus_bleu([r[0] for r in refs], refs).score == pytest.approx(100.0)
     with pytest.raises(ValueError, match="split"):
-        tr.evaluate_bleu(_quick()[0], data, "train")  # type: ignore[arg-type]
+        tr.evaluate(_quick()[0], data, "train")  # type: ignore[arg-type]
 
 
-def test_evaluate_bleu_normalises_the_references(monkeypatch) -> None:
+def test_evaluate_normalises_the_references(monkeypatch) -> None:
     # a reference written with ’ and a narrow no-break space would never match the model's ' and " "
     model, _ = _quick()
     data = _data()
@@ -166,7 +183,7 @@ def test_evaluate_bleu_normalises_the_references(monkeypatch) -> None:
     curly = dataclasses.replace(
         data, references={**data.references, "test": [(en, ["L’homme est là !"])]}
     )
-    ev = tr.evaluate_bleu(model, curly, "test", threads=1)  # type: ignore[arg-type]
+    ev = tr.evaluate(model, curly, "test", threads=1)  # type: ignore[arg-type]
     assert ev.references == [["L'homme est là !"]]
 
 
@@ -180,9 +197,12 @@ def test_build_casing_learns_names_from_inside_sentences() -> None:
 def test_translate_restores_case_and_can_drop_unk() -> None:
     model, _ = _quick()
     sentences = ["Go.", "Tom is here.", "Zyxwv qqq blorp."]
-    cased = tr.translate(model, _data(), sentences, k=2)  # type: ignore[arg-type]
+    cased = [t.text for t in tr.translate(model, _data(), sentences, k=2)]  # type: ignore[arg-type]
     assert all(s[:1] == s[:1].upper() for s in cased)
-    dropped = tr.translate(model, _data(), sentences, k=2, keep_unk=False)  # type: ignore[arg-type]
+    dropped = [
+        t.text
+        for t in tr.translate(model, _data(), sentences, k=2, keep_unk=False)  # type: ignore[arg-type]
+    ]
     assert not any("<unk>" in s for s in dropped)
     for a, b in zip(cased, dropped, strict=True):
         if "<unk>" not in a:
@@ -207,7 +227,11 @@ def test_a_saved_model_loads_back_with_the_same_translations(tmp_path, monkeypat
     for k, v in model.state_dict().items():
         assert torch.equal(v, back.model.state_dict()[k]), k
     sources = _data().sources("test")[:8]
-    assert back.translate(sources, k=2) == tr.translate(model, _data(), sources, k=2)
+    for a, b in zip(
+        back.translate(sources, k=2), tr.translate(model, _data(), sources, k=2), strict=True
+    ):
+        assert (a.src, a.out, a.text) == (b.src, b.out, b.text)
+        assert np.array_equal(a.alpha, b.alpha)  # the same weights, the same path: bit for bit
     assert back.history == hist
 
 
@@ -226,6 +250,23 @@ def test_load_refuses_an_unknown_name_a_missing_file_and_another_recipe(
         tr.load("tiny", directory=tmp_path, retrain=False)
 
 
+def test_retrain_with_another_seed_keeps_the_split_and_changes_the_weights(monkeypatch) -> None:
+    recipe = dataclasses.replace(TINY, max_steps=2, max_epochs=1)
+    monkeypatch.setitem(tr.RECIPES, "tiny", recipe)
+    monkeypatch.setattr(tb, "load_pairs", lambda *a, **k: _pairs())
+    zero, one = tr.retrain("tiny", progress=False), tr.retrain("tiny", seed=1, progress=False)
+    assert zero.recipe == recipe
+    assert one.recipe == dataclasses.replace(recipe, seed=recipe.seed + 1)
+    assert one.data.references == zero.data.references  # the same held-out sentences
+    assert one.data.train == zero.data.train
+    w0, w1 = zero.model.state_dict(), one.model.state_dict()
+    assert not torch.equal(w0["decoder.W_y.weight"], w1["decoder.W_y.weight"])
+    again = tr.retrain("tiny", seed=1, progress=False)
+    assert torch.equal(again.model.state_dict()["decoder.W_y.weight"], w1["decoder.W_y.weight"])
+    with pytest.raises(ValueError, match="seed must be a whole number"):
+        tr.retrain("tiny", seed=-1)
+
+
 def test_the_retrain_switch_trains_instead_of_loading(monkeypatch, tmp_path) -> None:
     recipe = dataclasses.replace(TINY, max_steps=2, max_epochs=1)
     monkeypatch.setitem(tr.RECIPES, "tiny", recipe)
@@ -239,7 +280,9 @@ def test_the_retrain_switch_trains_instead_of_loading(monkeypatch, tmp_path) -> 
 @pytest.mark.parametrize("name", sorted(tr.RECIPES))
 def test_every_shipped_model_is_small_and_made_by_its_recipe(name: str) -> None:
     path = tr.checkpoint_path(name)
-    assert path.stat().st_size <= 5_000_000, "the issue caps each checkpoint at 5 MB"
+    assert path.stat().st_size <= 5_000_000, (
+        "a shipped checkpoint stays under 5 MB: the package is installed from git"
+    )
     raw = torch.load(path, map_location="cpu", weights_only=True)
     assert raw["format"] == tr.FORMAT
     assert raw["recipe"] == tr.RECIPES[name].as_dict()
@@ -284,37 +327,37 @@ def test_an_unk_scores_as_one_wrong_word() -> None:
     from attnlib.mt import scoring
 
     refs = [["le chat est rouge sur la table ."]]
-    as_word = scoring.corpus_bleu([tr.unk_as_word("le <unk> est rouge sur la table .")], refs)
+    as_word = scoring.corpus_bleu([tb.unk_as_word("le <unk> est rouge sur la table .")], refs)
     other_word = scoring.corpus_bleu(["le chien est rouge sur la table ."], refs)
     as_text = scoring.corpus_bleu(["le <unk> est rouge sur la table ."], refs)
     assert as_word.score == pytest.approx(other_word.score)  # like any wrong word
     assert as_text.score < as_word.score  # 13a makes three wrong tokens of the text "<unk>"
-    assert tr.unk_as_word("<unk> <unk>") == f"{tr.UNK_SCORED} {tr.UNK_SCORED}"
+    assert tb.unk_as_word("<unk> <unk>") == f"{tb.UNK_SCORED} {tb.UNK_SCORED}"
 
 
 @pytest.mark.slow
-def test_evaluate_bleu_scores_unk_as_asked() -> None:
+def test_evaluate_scores_unk_as_asked() -> None:
     from attnlib.mt import scoring
 
     trained = tr.load("attention")  # the shipped model: it writes <unk> for rare words
     data = dataclasses.replace(
         trained.data, references={"test": trained.data.references["test"][:100]}
     )
-    split = tr.evaluate_bleu(trained.model, data, "test", unk="split", threads=1)
+    split = tr.evaluate(trained.model, data, "test", unk="split", threads=1)
     assert any(tb.UNK in h for h in split.hypotheses)
-    word = tr.evaluate_bleu(trained.model, data, "test", unk="word", threads=1)
+    word = tr.evaluate(trained.model, data, "test", unk="word", threads=1)
     assert word.hypotheses == split.hypotheses  # shown as written
-    rescored = scoring.corpus_bleu([tr.unk_as_word(h) for h in split.hypotheses], split.references)
+    rescored = scoring.corpus_bleu([tb.unk_as_word(h) for h in split.hypotheses], split.references)
     assert word.bleu.score == pytest.approx(rescored.score)
     assert word.bleu.score > split.bleu.score  # one wrong word per <unk>, not three
-    drop = tr.evaluate_bleu(trained.model, data, "test", unk="drop", threads=1)
+    drop = tr.evaluate(trained.model, data, "test", unk="drop", threads=1)
     assert not any(tb.UNK in h for h in drop.hypotheses)
     # the same words less <unk> (the first word shown is capitalised, whichever it is)
     assert [re.findall(r"\w+", h.lower()) for h in drop.hypotheses] == [
         [w for w in re.findall(r"\w+", h.lower()) if w != "unk"] for h in split.hypotheses
     ]
     with pytest.raises(ValueError, match="unk must be one of"):
-        tr.evaluate_bleu(trained.model, data, "test", unk="keep")  # type: ignore[arg-type]
+        tr.evaluate(trained.model, data, "test", unk="keep")  # type: ignore[arg-type]
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ only if it renders from the site's own files. Per page the test fails on
 - a serious or critical violation found by axe-core (``node_modules/axe-core``, pinned in
   ``package.json``), injected into the page.
 
-Page weight (issue 16, item 8): everything the pages request in Chromium, offline, summed per page:
+Page weight: everything the pages request in Chromium, offline, summed per page:
 the median page at most 1.5 MB and every page with widgets at most 2.5 MB; the theme's icons
 are drawn by the cut-down Font Awesome webfont, with a glyph for every icon a page uses.
 
@@ -45,7 +45,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
-from conftest import CHROMIUM_ARGS, ROOT, chromium_path
+from conftest import CHROMIUM_ARGS, ROOT, TOC_CHAPTERS, chromium_path
 
 #: The built site; $SITE_DIR checks another build (e.g. a scratch copy of the book).
 SITE = Path(os.environ.get("SITE_DIR", ROOT / "_build" / "html")).resolve()
@@ -412,14 +412,13 @@ def test_site_is_built() -> None:
 
 @pytest.mark.slow  # needs the built site: `make book` is the slow part
 def test_site_serves_its_own_javascript() -> None:
-    """The pinned widget manager, RequireJS and MathJax's fonts are in the site (html_extra_path).
+    """MathJax's fonts are in the site (html_extra_path), and no page loads a script from a CDN.
 
     Formulas are typeset when the site is built (tests/site/test_static_math.py): the pages need
-    MathJax's web fonts, not its JavaScript."""
+    MathJax's web fonts, not its JavaScript. Every widget is an anywidget, drawn without
+    ipywidgets' widget manager (tests/explorables/test_front_ends.py)."""
     vendor = SITE / "_vendor"
     for f in (
-        "requirejs/require.js",
-        "@jupyter-widgets/html-manager/dist/embed-amd.js",
         "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff",
         "mathjax/es5/output/chtml/fonts/woff-v2/MathJax_Math-Italic.woff",
     ):
@@ -502,6 +501,9 @@ def test_notebook_page_has_launch_and_download_buttons(rel: str) -> None:
     target = (SITE / rel).parent / download.group(1)
     assert target.resolve().is_file(), f"{rel}: the .ipynb download {download.group(1)} is missing"
     assert target.resolve().name == Path(nb).name, f"{rel}: download offers {target.name}"
+    # what the button gives is the live copy (as Binder and Colab open it), not the MyST source
+    live = (SITE.parent / "live" / nb).read_bytes()
+    assert target.resolve().read_bytes() == live, f"{rel}: the download is not the live copy"
 
 
 def test_binder_files_name_the_pins_and_the_cpu_index() -> None:
@@ -548,8 +550,9 @@ def test_search_works_offline(browser: Any, server: str) -> None:
 
 
 def chapter_pages() -> list[str]:
-    """The numbered chapters (``chapters/NN_*``): each must link its symbols to the glossary."""
-    return [p for p in PAGES if re.fullmatch(r"chapters/\d\d_[^/]+\.html", p)]
+    """The chapter notebooks of ``_toc.yml``, as built pages: each must link its symbols to the
+    glossary. (Not a pattern over file names: a chapter's file is named by its topic.)"""
+    return [f"chapters/{p.stem}.html" for p in TOC_CHAPTERS if f"chapters/{p.stem}.html" in PAGES]
 
 
 @pytest.mark.slow  # needs the built site: `make book` is the slow part
@@ -580,18 +583,15 @@ def _offline_site() -> Any:
         sys.path.remove(str(ROOT / "_ext"))
 
 
-def test_extension_drops_the_duplicate_thebe_script_and_prepares_the_widget_manager() -> None:
+def test_extension_drops_the_duplicate_thebe_script() -> None:
     from sphinx.builders.html._assets import _JavaScript
 
     ext = _offline_site()
     thebe = 'const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"'
-    manager = "_static/../_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js"
     scripts = [
         _JavaScript(None, body=thebe),
         _JavaScript("_static/doctools.js"),
         _JavaScript(None, body=thebe),
-        _JavaScript("_static/../_vendor/requirejs/require.js"),
-        _JavaScript(manager),
     ]
     context = {
         "script_files": scripts,
@@ -601,12 +601,7 @@ def test_extension_drops_the_duplicate_thebe_script_and_prepares_the_widget_mana
     ext.fix_script_files(None, "chapters/x", "page.html", context, None)
     bodies = [js.attributes.get("body", "") for js in scripts]
     assert bodies.count(thebe) == 1, f"expected the thebe script once, got {bodies.count(thebe)}"
-    files = [js.filename for js in scripts if js.filename]
-    assert "_vendor/requirejs/require.js" in files, files
-    assert files[-1] == "_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js", files
-    setup = scripts[-2].attributes.get("body", "")
-    assert "__jupyter_widgets_assets_path__" in setup, "no asset path set before the manager"
-    assert '"../_vendor/@jupyter-widgets/html-manager/dist/"' in setup, setup
+    assert [js.filename for js in scripts if js.filename] == ["_static/doctools.js"]
     assert 'role="listitem"' in context["body"], context["body"]
     assert "doc-biblioentry" not in context["body"], context["body"]
 
@@ -623,10 +618,10 @@ def test_extension_names_the_sidebar_toggles() -> None:
     assert "<summary aria-label=" in ext._name_toggles(bare)
 
 
-# --------------------------------------------------------------------------- page weight (item 8)
+# --------------------------------------------------------------------------- page weight
 
-#: Issue 16, item 8: everything a page requests (uncompressed), median over the pages and on the
-#: pages with widgets.
+#: Everything a page requests (uncompressed), median over the pages and on the pages with
+#: widgets: a reader on a slow or metered connection waits for every byte of it.
 MEDIAN_PAGE_LIMIT_MB = 1.5
 WIDGET_PAGE_LIMIT_MB = 2.5
 
@@ -743,7 +738,9 @@ def test_explorable_pages_stay_under_the_widget_page_limit(browser: Any, server:
     # an anywidget's saved state also holds its layout model (@jupyter-widgets/base)
     explorable = {"anywidget", "@jupyter-widgets/base"}
     pages = [r for r in weighed_pages() if "anywidget" in _widget_models(r) <= explorable]
-    assert len(pages) >= 4, f"expected the explorables of chapters 02-05, found {pages}"
+    assert len(pages) >= 4, (
+        f"expected the explorables of attention_step, softmax, score_functions and entropy, found {pages}"
+    )
     heavy = _over_widget_limit(browser, server, pages)
     assert not heavy, f"explorable pages over {WIDGET_PAGE_LIMIT_MB} MB:\n  {heavy}"
 
@@ -753,7 +750,9 @@ def test_widget_page_weight(browser: Any, server: str) -> None:
     """Every page with saved widget state requests at most WIDGET_PAGE_LIMIT_MB, offline."""
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run `make book` first"
     widget_pages = [r for r in weighed_pages() if page_weight(browser, server, r)["widgets"]]
-    assert widget_pages, "expected pages with widgets (chapters 02-05) in the site, found none"
+    assert widget_pages, (
+        "expected pages with widgets (the explorables, the translate form) in the site, found none"
+    )
     heavy = _over_widget_limit(browser, server, widget_pages)
     assert not heavy, f"widget pages over {WIDGET_PAGE_LIMIT_MB} MB:\n  {heavy}"
 
@@ -811,7 +810,7 @@ def test_icon_fonts_hold_every_icon_the_pages_show() -> None:
 
 
 def _widget_page_scripts(models: list[tuple[str, str]]) -> list[Any]:
-    """A widget page's script list as the extensions leave it (state, RequireJS, set-up, manager)."""
+    """A widget page's script list as myst-nb leaves it: the saved state (no widget manager)."""
     import json
 
     from sphinx.builders.html._assets import _JavaScript
@@ -825,27 +824,21 @@ def _widget_page_scripts(models: list[tuple[str, str]]) -> list[Any]:
     return [
         _JavaScript("_static/doctools.js"),
         _JavaScript(None, type="application/vnd.jupyter.widget-state+json", body=json.dumps(state)),
-        _JavaScript("_vendor/requirejs/require.js"),
-        _JavaScript(
-            None, body='require.config({paths: {anywidget: "../_vendor/anywidget/index"}});'
-        ),
-        _JavaScript(None, body="window.__jupyter_widgets_assets_path__ = 'x';"),
-        _JavaScript("_vendor/@jupyter-widgets/html-manager/dist/embed-amd.js"),
     ]
 
 
-def test_anywidget_pages_load_the_small_renderer_instead_of_the_widget_manager() -> None:
+def test_anywidget_pages_load_the_small_renderer() -> None:
     ext = _offline_site()
     scripts = _widget_page_scripts(
         [("anywidget", "AnyModel"), ("@jupyter-widgets/base", "LayoutModel")]
     )
-    ext.draw_anywidgets_without_the_manager(None, "x", "page.html", {"script_files": scripts}, None)
+    ext.draw_saved_anywidgets(None, "x", "page.html", {"script_files": scripts}, None)
     files = [str(js.filename) for js in scripts if js.filename]
-    bodies = " ".join(str(js.attributes.get("body", "")) for js in scripts)
     assert files == ["_static/doctools.js", "_static/anywidget_static.js"], files
-    assert "require" not in bodies, bodies
-    assert "__jupyter_widgets_assets_path__" not in bodies, bodies
     assert "widget-state+json" in " ".join(str(js.attributes.get("type")) for js in scripts)
+    plain = [_widget_page_scripts([])[0]]  # a page without widgets is left alone
+    ext.draw_saved_anywidgets(None, "x", "page.html", {"script_files": plain}, None)
+    assert [js.filename for js in plain] == ["_static/doctools.js"]
 
 
 @pytest.mark.parametrize(
@@ -855,12 +848,13 @@ def test_anywidget_pages_load_the_small_renderer_instead_of_the_widget_manager()
         [("@jupyter-widgets/controls", "HTMLModel"), ("@jupyter-widgets/base", "LayoutModel")],
     ],
 )
-def test_pages_with_other_widgets_keep_the_widget_manager(models: list[tuple[str, str]]) -> None:
+def test_a_page_with_other_widgets_fails_the_build(models: list[tuple[str, str]]) -> None:
+    from sphinx.errors import ExtensionError
+
     ext = _offline_site()
     scripts = _widget_page_scripts(models)
-    before = [(js.filename, js.attributes.get("body")) for js in scripts]
-    ext.draw_anywidgets_without_the_manager(None, "x", "page.html", {"script_files": scripts}, None)
-    assert [(js.filename, js.attributes.get("body")) for js in scripts] == before
+    with pytest.raises(ExtensionError, match="the site draws only anywidgets"):
+        ext.draw_saved_anywidgets(None, "x", "page.html", {"script_files": scripts}, None)
 
 
 @pytest.mark.slow
@@ -876,9 +870,11 @@ def test_every_old_address_sends_the_reader_on(browser: Any, server: str) -> Non
         assert target in PAGES, f"{rel} sends the reader to {href}, which is not a page"
         if rel in expected:
             assert target == expected[rel], (rel, target)
+    # a browser follows one: the masking chapter's old address shows the chapter
+    (masking,) = [name for name, target in old["redirects"].items() if target == "chapters/masking"]
     page = browser.new_page()
-    try:  # a browser follows one: the old address of the masking chapter shows the chapter
-        page.goto(server + "chapters/14_masking.html")
+    try:
+        page.goto(server + f"{masking}.html")
         page.wait_for_url(server + "chapters/masking.html")
         assert page.locator("h1").first.inner_text().startswith("Masking")
     finally:

@@ -197,7 +197,8 @@ def test_products_are_what_the_layers_run(n: int, d: int) -> None:
 
 
 def test_time_layer_is_positive_and_restores_threads() -> None:
-    """A clock for display (chapter 20's figure, bench/bench_cost.py): only its sign is checked."""
+    """A clock for display (gradient_flow_and_cost's figure, bench/bench_cost.py): only its sign is
+    checked."""
     before = torch.get_num_threads()
     for kind in gf.LAYERS:
         s = gf.time_layer(kind, 8, 4, repeats=3)

@@ -1,4 +1,4 @@
-"""attnlib.transformer.qkv: scaled dot-product attention and the experiments of chapter 18."""
+"""attnlib.transformer.qkv: scaled dot-product attention and chapters/queries_keys_values' experiments."""
 
 from __future__ import annotations
 

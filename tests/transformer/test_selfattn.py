@@ -1,4 +1,4 @@
-"""attnlib.transformer.selfattn (numpy) and attnlib.transformer.selfattn_models (torch): chapter 19."""
+"""attnlib.transformer.selfattn (numpy) and .selfattn_models (torch): chapters/self_attention."""
 
 from __future__ import annotations
 
@@ -180,29 +180,29 @@ def test_the_torch_layer_refuses_a_wrong_width() -> None:
 
 # --------------------------------------------------------------------------- tasks
 def test_the_tasks_hold_what_their_docstring_says() -> None:
-    rev = sm.make_task("reverse", 20, T=5, K=4, seed=3)
+    rev = sm.make_sequences("reverse", 20, T=5, K=4, seed=3)
     assert torch.equal(rev.y, rev.x.flip(1))
-    cp = sm.make_task("copy", 20, T=5, K=4, seed=3)
+    cp = sm.make_sequences("copy", 20, T=5, K=4, seed=3)
     assert torch.equal(cp.y, cp.x)
-    am = sm.make_task("after_marker", 50, T=6, K=4, seed=3)
+    am = sm.make_sequences("after_marker", 50, T=6, K=4, seed=3)
     for x, y in zip(am.x.tolist(), am.y.tolist(), strict=True):
         assert x.count(4) == 1
         assert x[-1] != 4
         assert y == [x[x.index(4) + 1]]
-    pm = sm.make_task("prev_and_match", 50, T=6, K=5, seed=3)
+    pm = sm.make_sequences("prev_and_match", 50, T=6, K=5, seed=3)
     for x, y in zip(pm.x.tolist(), pm.y.tolist(), strict=True):
         c = x[0] - 5
         assert 0 <= c < 5
         assert all(k < 5 for k in x[1:])
         assert y[0] == -100
         assert y[1:] == [(x[i - 1] - c) % 5 if i > 1 else 0 for i in range(1, 6)]
-    first = sm.make_task("prev_and_first", 50, T=6, K=5, seed=3)
+    first = sm.make_sequences("prev_and_first", 50, T=6, K=5, seed=3)
     assert torch.equal(first.x[:, 1:], pm.x[:, 1:])  # the same strings, the cue as a plain letter
     assert torch.equal(first.x[:, 0] + 5, pm.x[:, 0])
     assert torch.equal(first.y, pm.y)
     assert first.vocab == 5
     with pytest.raises(ValueError, match="unknown task"):
-        sm.make_task("sort", 3)  # type: ignore[arg-type]
+        sm.make_sequences("sort", 3)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- the chapter's experiments
