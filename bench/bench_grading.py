@@ -13,10 +13,9 @@ run reads the grader's journal for every notebook's wall-clock seconds and CPU s
   class costs a quiet 2-core machine, whatever else the machine is doing while the bench runs
   (the machine's load average is printed beside every row).
 
-The target (the issue of the grader's second hostile wave): the class in ≤ 45 minutes on a
-quiet 2-core machine. Also measured: the grader's peak memory (its own process and a job
-process, not the reader's or the workers') on the largest notebook it accepts, 128 MB of
-which 127 MB are a saved output.
+The target: the class in ≤ 45 minutes on a quiet 2-core machine. Also measured: the
+grader's peak memory (its own process and a job process, not the reader's or the workers')
+on the largest notebook it accepts, 128 MB of which 127 MB are a saved output.
 
 Run: ``.venv/bin/python bench/run.py bench_grading`` (about 5 minutes on a quiet machine).
 """

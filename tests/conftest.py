@@ -214,6 +214,10 @@ GROUPED = {
     "test_grading_torch.py": "grading-torch",
     "test_variants.py": "variants",
 }
+#: The cases of tests/test_seeds.py that retrain with seed 1, and those with seed 2, run on one
+#: worker each: chapters that read the same models (the long copy task's, in four chapters)
+#: then train them once per seed and share them in that worker's process.
+SEED_GROUPS = {1: "seed-1", 2: "seed-2"}
 #: The JUnit report of the last ``make test`` (its step over tests/), read for test durations.
 REPORT = ROOT / "_build" / "test-report.xml"
 
@@ -235,8 +239,9 @@ def _last_durations() -> dict[str, float]:
             module[: next((k for k, m in enumerate(module) if m.startswith("test_")), 0) + 1]
         )
         name = case.get("name", "")
-        for group in GROUPED.values():  # a grouped test's id ends in "@group" (see _schedule),
-            # which the report writes "test@group", or "test[param]@group]" with a parameter
+        for group in [*GROUPED.values(), *SEED_GROUPS.values()]:  # see _schedule: a grouped
+            # test's id ends in "@group", which the report writes "test@group" or, with a
+            # parameter, "test[param]@group]"
             for suffix in (f"@{group}]", f"@{group}"):
                 if name.endswith(suffix):
                     name = name.removesuffix(suffix)
@@ -245,8 +250,17 @@ def _last_durations() -> dict[str, float]:
     return out
 
 
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group of a test: its module's in GROUPED, or its seed's in SEED_GROUPS."""
+    if item.path.name == "test_seeds.py":
+        seed = getattr(item, "callspec", None) and item.callspec.params.get("seed")
+        return SEED_GROUPS.get(seed) if isinstance(seed, int) else None
+    return GROUPED.get(item.path.name)
+
+
 def _schedule(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the expensive modules and put the longest modules first (longest processing time).
+    """Group the expensive modules (and the seeds' retrainings, :func:`_group`) and put the
+    longest modules first (longest processing time).
 
     Only the order of whole modules changes (the tests of a module stay together, so a
     module-scoped fixture is made once per worker). A module's length is its tests' durations
@@ -254,7 +268,7 @@ def _schedule(config: pytest.Config, items: list[pytest.Item]) -> None:
     and 60 s for a grouped module's fixture). The order decides nothing but which worker runs what when.
     """
     for item in items:
-        group = GROUPED.get(item.path.name)
+        group = _group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
             if getattr(config.option, "loadgroup", False):  # set on a worker of --dist loadgroup

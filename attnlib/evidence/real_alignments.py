@@ -8,7 +8,7 @@ sentences greedily, and the chapter's claims about them are checked here, by gro
   bootstrap resamples; "short": trained on short sources, each model loses more on the
   longer ones, and attention still beats the baseline;
 * "crossing": where the reference puts an adjective after its noun and the model does too,
-  α crosses; "crossing_shown": the heatmaps shown cross (the two examples the rule picks);
+  α crosses; "crossing_shown": the heatmap shown crosses (the example the rule picks);
 * "form": article and subject-pronoun rows peak on the word after *the* / *I*;
   "elision": the rows of the elided words shown peak with the word after them;
 * "negation": *ne … pas* rarely peaks twice on the English negation, and the two examples
@@ -53,6 +53,7 @@ from attnlib.mt import translation as tr
 __all__ = [
     "AT_LEAST",
     "CUTS",
+    "DOES_NOT_HOLD",
     "GROUPS",
     "MIN_STEPS",
     "NEGATION",
@@ -71,6 +72,29 @@ AT_LEAST = 33
 #: Seeds whose four models take too long to retrain in ``make test``: it reads them from the
 #: table ``make seeds`` wrote (see the module's docstring).
 RECORDED_SEEDS = (1, 2)
+#: Claims about the shipped model (seed 0) that the models of seeds 1 and 2 do not bear out, by
+#: those seeds (``make seeds`` retrains them; ``tests/seeds.md`` shows what each wrote). They
+#: describe single sentences picked by rule, or patterns of this one model: where the rows of
+#: je / j' peak, which features the least monotonic sentences share, whether α crosses on
+#: noun-first sentences. The chapter says so where it shows them: another training seed of the
+#: same recipe aligns its words otherwise, and only what holds for every seed is the recipe's.
+DOES_NOT_HOLD = {
+    (
+        "on some test sentences whose reference puts the noun first, the model does too, "
+        "with α crossing"
+    ): (1, 2),
+    "when the model writes the noun first, α crosses in most cases": (1, 2),
+    (
+        "in “Tom is wearing a black hat.”, the row of 'noir' peaks left of the row of 'chapeau' "
+        "before it"
+    ): (1, 2),
+    "more than half of the rows of je / j' peak on the word after 'I'": (1, 2),
+    "in “I love summer.”, the row of l' peaks where the row of été after it does": (1,),
+    "'question' is over-represented at every cut": (1, 2),
+    "a negation is over-represented at the very top, but not at every cut": (1, 2),
+    "more rows of je / j' peak on the word after 'I' than on 'I'": (2,),
+    "in “The water is warm.”, the row of l' peaks where the row of eau after it does": (2,),
+}
 
 #: Greedy decoding, for every score and every heatmap.
 K = 1
@@ -110,6 +134,69 @@ def _ahead(it: ma.Aligned, token: str, anchor: str) -> bool:
         token in it.out
         and it.src.count(anchor) == 1
         and it.peaks[it.out.index(token)] == it.src.index(anchor) + 1
+    )
+
+
+#: The evidence of a claim about an example when no test sentence matches the rule that picks it.
+NO_EXAMPLE = "no correctly translated test sentence matches the rule that picks the example"
+
+
+def _first(found: Any, keep: Any) -> Any:
+    """The first of ``found`` that ``keep`` accepts, or None."""
+    return next((x for x in found if keep(x)), None)
+
+
+def _elision(it: ma.Aligned | None, token: str) -> claims.Checked:
+    """The row writing ``token`` (an elided word) peaks where the row after it does."""
+    if it is None:
+        return claims.check(
+            False,
+            f"in an example, the row of {token} peaks where the row after it does",
+            evidence=NO_EXAMPLE,
+        )
+    t = it.out.index(token)
+    return claims.check(
+        it.peaks[t] == it.peaks[t + 1],
+        f"in “{it.source}”, the row of {it.out[t]} peaks where "
+        f"the row of {it.out[t + 1]} after it does",
+        evidence=f"{_peak(it, t)}; {_peak(it, t + 1)}",
+    )
+
+
+def _both_on_negation(p: Any) -> claims.Checked:
+    """Both rows of the left heatmap's ne … pas peak on the English negation."""
+    if p is None:
+        return claims.check(
+            False,
+            "in the left heatmap, both rows of ne … pas peak on the English negation",
+            evidence=NO_EXAMPLE,
+        )
+    first, second = _step(p.t_first), _step(p.t_second)
+    return claims.check(
+        p.same and set(p.words) <= NEGATION,
+        f"in the left heatmap, the rows of '{p.item.out[first]}' "
+        f"and '{p.item.out[second]}' both peak on the English negation",
+        evidence=f"{_peak(p.item, first)}; {_peak(p.item, second)}",
+    )
+
+
+def _shared_row(many_one: ma.Aligned | None, hyphen: Any) -> claims.Checked:
+    """The right heatmap's hyphenated word takes at least SPLIT_MIN from each of two words."""
+    if many_one is None or hyphen is None:
+        return claims.check(
+            False,
+            f"in the right heatmap, the row of a hyphenated word gives each of two English words "
+            f"at least {SPLIT_MIN:.0%} of its weight",
+            evidence=NO_EXAMPLE,
+        )
+    _, t, i, j = hyphen
+    return claims.at_least(
+        many_one.alpha[t, j],
+        SPLIT_MIN,
+        f"in the right heatmap, the row of '{many_one.out[t]}' "
+        f"gives each of '{many_one.src[i]}' and '{many_one.src[j]}' at least {SPLIT_MIN:.0%} "
+        f"of its weight",
+        name=f"the smaller of α = {many_one.alpha[t, i]:.2f}, {many_one.alpha[t, j]:.2f}",
     )
 
 
@@ -218,7 +305,7 @@ def check_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str, Any
     # Fig. 3: the adjective after its noun
     swaps = [s for s in ma.adjective_noun_swaps(items) if s.in_reference]
     crossing = [s for s in swaps if s.crossing]
-    shown = sorted(crossing, key=lambda s: "<unk>" in s.item.out)[:2]  # without <unk> first
+    shown = sorted(crossing, key=lambda s: "<unk>" in s.item.out)[:1]  # one without <unk> first
     out.update(swaps=swaps, shown=shown)
     checks["crossing"] = [
         claims.at_least(
@@ -243,6 +330,13 @@ def check_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str, Any
             evidence=f"{_peak(s.item, t - 1)}, then {_peak(s.item, t)}",
         )
         for s, t in ((s, _step(s.t)) for s in shown)
+    ] + [
+        claims.check(
+            False,
+            "in an example written noun first, the noun's row peaks left of the row before it",
+            evidence=NO_EXAMPLE,
+        )
+        for _ in range(len(shown), 1)  # the page shows one
     ]
 
     # The word that decides the form: articles and subject pronouns
@@ -280,41 +374,29 @@ def check_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str, Any
             names=("share on the next word", "half"),
         ),
     ]
-    elide_left = next(it for it in items if _correct(it) and _ahead(it, "l'", "the"))
-    elide_right = next(it for it in items if _correct(it) and "j'" in it.out and "l'" in it.out)
+    # The examples are picked by rule among the test sentences; another seed's model may leave
+    # a rule with no sentence, and then the claims about its example fail (NO_EXAMPLE).
+    elide_left = _first(items, lambda it: _correct(it) and _ahead(it, "l'", "the"))
+    elide_right = _first(items, lambda it: _correct(it) and "j'" in it.out and "l'" in it.out)
     out.update(elide_left=elide_left, elide_right=elide_right)
-    rows = [
-        (it, it.out.index(token))
-        for it, token in ((elide_left, "l'"), (elide_right, "j'"), (elide_right, "l'"))
-    ]
     checks["elision"] = [
-        claims.check(
-            it.peaks[t] == it.peaks[t + 1],
-            f"in “{it.source}”, the row of {it.out[t]} peaks where "
-            f"the row of {it.out[t + 1]} after it does",
-            evidence=f"{_peak(it, t)}; {_peak(it, t + 1)}",
-        )
-        for it, t in rows
+        _elision(it, token)
+        for it, token in ((elide_left, "l'"), (elide_right, "j'"), (elide_right, "l'"))
     ]
 
     # One word for two, two words for one
     negations = ma.pair_peaks(items, ("ne", "n'"), ("pas",))
     split_n = sum(bool(ma.split_rows(it, SPLIT_MIN, exclusive=True)) for it in items)
-    one_many = next(
-        p for p in negations if p.same and set(p.words) <= NEGATION and _correct(p.item)
-    )
+    one_many = _first(negations, lambda p: p.same and set(p.words) <= NEGATION and _correct(p.item))
     many_one = max(
         (it for it in items if _correct(it) and _hyphenated(it)),
         key=lambda it: _hyphenated(it) or (0.0, 0, 0, 0),
+        default=None,
     )
-    hyphen = _hyphenated(many_one)
-    assert hyphen is not None  # many_one was picked among the items that have one
-    _, t, i, j = hyphen
+    hyphen = None if many_one is None else _hyphenated(many_one)
     out.update(
         negations=negations, split_n=split_n, one_many=one_many, many_one=many_one, hyphen=hyphen
     )
-    p = one_many
-    first, second = _step(p.t_first), _step(p.t_second)
     checks["negation"] = [
         claims.greater(
             0.5,
@@ -322,20 +404,8 @@ def check_claims(seed: int = 0, *, retrain: bool | None = None) -> dict[str, Any
             "both rows of ne … pas peak on the English negation in a minority of the negations",
             names=("half", "share of the negations"),
         ),
-        claims.check(
-            p.same and set(p.words) <= NEGATION,
-            f"in the left heatmap, the rows of '{p.item.out[first]}' "
-            f"and '{p.item.out[second]}' both peak on the English negation",
-            evidence=f"{_peak(p.item, first)}; {_peak(p.item, second)}",
-        ),
-        claims.at_least(
-            many_one.alpha[t, j],
-            SPLIT_MIN,
-            f"in the right heatmap, the row of '{many_one.out[t]}' "
-            f"gives each of '{many_one.src[i]}' and '{many_one.src[j]}' at least {SPLIT_MIN:.0%} "
-            f"of its weight",
-            name=f"the smaller of α = {many_one.alpha[t, i]:.2f}, {many_one.alpha[t, j]:.2f}",
-        ),
+        _both_on_negation(one_many),
+        _shared_row(many_one, hyphen),
     ]
 
     # Where attention is least monotonic, and what those sentences have in common

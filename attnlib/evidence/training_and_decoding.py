@@ -58,6 +58,7 @@ from attnlib.mt import translation as tr
 
 __all__ = [
     "AT_LEAST",
+    "DOES_NOT_HOLD",
     "GROUPS",
     "PARTS",
     "PROBES",
@@ -79,6 +80,22 @@ SEED_CASES = (("sensitivity", "live", "history", "probes"), ("scoring",), ("exam
 #: Seeds whose models take too long to retrain in ``make test``: it reads them from the
 #: table ``make seeds`` wrote (see the module's docstring).
 RECORDED_SEEDS = (1, 2)
+#: Claims about the shipped models' outputs (seed 0) that the models of seeds 1 and 2 do not
+#: bear out, by those seeds: what a given sentence is translated to (the probes, the longest
+#: source, the <unk> example), which another training seed writes otherwise. The chapter says
+#: so where it shows them; the scores, the buckets and the decoding claims hold for every seed.
+DOES_NOT_HOLD = {
+    "the <unk> example's reference holds a word the model's French vocabulary lacks": (1,),
+    "the longest source's output writes «je peut» where the reference has «je peux»": (1, 2),
+    "the attention model keeps «rouge» and «mienne» and loses «voiture»": (1, 2),
+    (
+        "the attention model drops «hier»; the baseline keeps «acheté» and loses the dress, "
+        "its colour and «hier»"
+    ): (1, 2),
+    "the attention model writes «Paris», the baseline another city": (1,),
+    "the ungrammatical output still gets a middling sentence BLEU": (2,),
+    "the baseline keeps «voiture» and loses «rouge»": (2,),
+}
 #: Fewest claims :func:`check_claims` must check (what the chapter shows).
 AT_LEAST = 29
 
