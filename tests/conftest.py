@@ -319,3 +319,17 @@ def toc_pages(root: Path = ROOT) -> list[str]:
             pages += sorted(matched)
         stack[:0] = list(entry.get("chapters", [])) + list(entry.get("sections", []))
     return pages
+
+
+# --------------------------------------------------------------------------- gradebooks
+def short_of_full_marks(
+    rows: dict[tuple[str, str], dict[str, str]], students: list[str], questions: list[str]
+) -> list[str]:
+    """Each (student, question) of a gradebook's rows that did not get every point, with its note."""
+    return [
+        f"{student} {q}: {rows[student, q]['score']}/{rows[student, q]['total']} "
+        f"{rows[student, q]['note']}"
+        for student in students
+        for q in questions
+        if float(rows[student, q]["score"]) != float(rows[student, q]["total"])
+    ]

@@ -27,7 +27,7 @@ from attnlib.grading.questions import EXERCISES
 from attnlib.grading.questions import ex6_decoding as ex6
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 from conftest import EXERCISES as EXERCISE_DIR
-from conftest import ROOT
+from conftest import ROOT, short_of_full_marks
 from fixtures.variants import full_marks_kept, grade_class
 from fixtures.variants_decoding import BEAM, EXERCISE, GREEDY, VARIANTS
 
@@ -504,12 +504,7 @@ def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(
     fair = [s for s, v in students.items() if v.kind == "fair"]
     assert sum(students[s].question == "q1_greedy" for s in fair) >= 3
     assert sum(students[s].question == "q2_beam" for s in fair) >= 3
-    wrong = []
-    for student in [*fair, "solution"]:
-        for q in QUESTIONS:
-            r = rows[student, q]
-            if float(r["score"]) != float(r["total"]):
-                wrong.append(f"{student} {q}: {r['score']}/{r['total']} {r['note']}")
+    wrong = short_of_full_marks(rows, [*fair, "solution"], QUESTIONS)
     assert not wrong, "\n".join(wrong)
     assert sum(float(rows["solution", q]["score"]) for q in QUESTIONS) == 8
     assert [float(rows["blank", q]["score"]) for q in QUESTIONS] == [0.0, 0.0]

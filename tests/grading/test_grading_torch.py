@@ -25,6 +25,7 @@ from attnlib.grading.worker import Worker
 from attnlib.models import AdditiveAttention, make_seq2seq
 from attnlib.tasks import make_task
 from conftest import EXERCISES as EXERCISE_DIR
+from conftest import short_of_full_marks
 from fixtures.variants import full_marks_kept, grade_class
 from fixtures.variants_torch import EXERCISE, VARIANTS
 
@@ -226,12 +227,7 @@ def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(
     fair = [s for s, v in students.items() if v.kind == "fair"]
     assert sum(students[s].question == "q1_module" for s in fair) >= 2
     assert sum(students[s].question == "q2_trained" for s in fair) >= 2
-    wrong = []
-    for student in [*fair, "solution"]:
-        for q in QUESTIONS:
-            r = rows[student, q]
-            if float(r["score"]) != float(r["total"]):
-                wrong.append(f"{student} {q}: {r['score']}/{r['total']} {r['note']}")
+    wrong = short_of_full_marks(rows, [*fair, "solution"], QUESTIONS)
     assert not wrong, "\n".join(wrong)
     assert sum(float(rows["solution", q]["score"]) for q in QUESTIONS) == 7
     assert [float(rows["blank", q]["score"]) for q in QUESTIONS] == [0.0, 0.0]
