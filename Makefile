@@ -104,11 +104,12 @@ check: lint typecheck sandbox
 
 # Every chapter's claims for training seeds 0, 1 and 2, in full: every model of seeds 1 and 2 is
 # retrained, the English-French ones too (about an hour on two cores), one chapter after another
-# (python -m attnlib.evidence). The table goes to tests/seeds.md, which is committed and which
-# `make test` holds to the code. ONLY="slug ..." reruns those chapters and keeps the rest.
+# (python -m attnlib.evidence). The table goes to tests/seeds.md and the small models of seeds 1
+# and 2 to tests/seed_models/, both committed; `make test` holds the table to the code, reading
+# those models instead of retraining them. ONLY="slug ..." reruns those chapters, keeps the rest.
 .PHONY: seeds
 seeds: $(STAMP)
-	$(BIN)/python -m attnlib.evidence tests/seeds.md $(if $(ONLY),--only $(ONLY))
+	$(BIN)/python -m attnlib.evidence tests/seeds.md --seed-models tests/seed_models $(if $(ONLY),--only $(ONLY))
 
 # For instructors (README, "For instructors"): build the exercises, grade a folder of submissions.
 # The hidden cases are drawn from a private seed: ATTNLIB_GRADING_SEED=... make grade

@@ -385,19 +385,29 @@ def make(
         The checkpoint written.
     result : Pretrained
     """
-    recipe = _recipe_for(name)
-    result = _fit(recipe, progress)
+    result = _fit(_recipe_for(name), progress)
+    path = checkpoint_path(name, directory)
+    save(result, path)
+    return path, result
+
+
+def save(result: Pretrained, path: str | Path) -> None:
+    """Write ``result`` as a checkpoint at ``path``: its recipe, weights, history and metrics.
+
+    The file is what :func:`load` reads (:func:`load_reseeded` for a recipe with another
+    training seed); its history's wall time is written as 0, so that one machine writes the
+    same bytes twice.
+    """
     ckpt = {
         "format": FORMAT,
-        "recipe": recipe.as_dict(),
+        "recipe": result.recipe.as_dict(),
         "state_dict": {k: v.detach().clone() for k, v in result.model.state_dict().items()},
         "history": _history_dict(result.history),
         "metrics": result.metrics.as_dict(),
     }
-    path = checkpoint_path(name, directory)
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(ckpt, path)
-    return path, result
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -454,6 +464,38 @@ def load(
         name=name,
         command="python -m attnlib.pretrained",
     )
+    return _from_checkpoint(ckpt, name, recipe)
+
+
+def load_reseeded(name: str, seed: int, path: str | Path) -> Pretrained:
+    """Recipe ``name`` trained with training seed ``seed``, read from the checkpoint ``path``.
+
+    The file is one :func:`save` wrote for :func:`retrain` ``(name, seed=seed)`` (``make
+    seeds`` keeps those of seeds 1 and 2 in ``tests/seed_models/``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no file at ``path``.
+    ValueError
+        If the file was made by another recipe, or by ``name`` with another seed.
+    """
+    recipe, path = reseeded(name, seed), Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no model of {name!r} with training seed {seed} at {path}: `make seeds` retrains it "
+            "and keeps it there"
+        )
+    ckpt = _read(path)
+    if ckpt.get("format") != FORMAT or ckpt.get("recipe") != recipe.as_dict():
+        raise ValueError(
+            f"{path} was not trained by recipe {name!r} with training seed {seed} as the code "
+            "now has it; `make seeds` retrains it"
+        )
+    return _from_checkpoint(ckpt, name, recipe)
+
+
+def _from_checkpoint(ckpt: dict[str, Any], name: str, recipe: Recipe) -> Pretrained:
     task = make_task(**recipe.task)
     model = make_seq2seq(task.src_vocab, task.tgt_vocab, **recipe.model)
     model.load_state_dict(ckpt["state_dict"])

@@ -196,9 +196,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "lf", default=False
     )
     modules = {item.path.name for item in items}
-    stale = sorted(n for n in SLOW_ELSEWHERE - collected if n.split("::")[0] in modules)
-    if whole_modules and stale:
-        raise pytest.UsageError(f"tests/conftest.py SLOW_ELSEWHERE names no test: {stale}")
+    for name, listed in (("SLOW_ELSEWHERE", SLOW_ELSEWHERE), ("GROUPED_TESTS", GROUPED_TESTS)):
+        stale = sorted(n for n in set(listed) - collected if n.split("::")[0] in modules)
+        if whole_modules and stale:
+            raise pytest.UsageError(f"tests/conftest.py {name} names no test: {stale}")
     _schedule(config, items)
 
 
@@ -213,6 +214,19 @@ GROUPED = {
     "test_grading_decoding.py": "grading-decoding",
     "test_grading_torch.py": "grading-torch",
     "test_variants.py": "variants",
+}
+#: Tests that share a fixture or a per-process cache costlier than the test itself, by
+#: ``module::test``: the page-weight tests of the site each read every page's weight, which
+#: ``page_weight`` measures once per process (one offline visit of every page).
+GROUPED_TESTS = {
+    f"test_site.py::{name}": "page-weights"
+    for name in (
+        "test_median_page_weight",
+        "test_no_page_requests_anything_from_outside_the_site",
+        "test_widget_page_weight",
+        "test_explorable_pages_stay_under_the_widget_page_limit",
+        "test_icons_are_drawn_from_the_webfont_without_the_svg_script",
+    )
 }
 #: The cases of tests/test_seeds.py that retrain with seed 1, and those with seed 2, run on one
 #: worker each: chapters that read the same models (the long copy task's, in four chapters)
@@ -239,7 +253,8 @@ def _last_durations() -> dict[str, float]:
             module[: next((k for k, m in enumerate(module) if m.startswith("test_")), 0) + 1]
         )
         name = case.get("name", "")
-        for group in [*GROUPED.values(), *SEED_GROUPS.values()]:  # see _schedule: a grouped
+        groups = {*GROUPED.values(), *GROUPED_TESTS.values(), *SEED_GROUPS.values()}
+        for group in groups:  # see _schedule: a grouped
             # test's id ends in "@group", which the report writes "test@group" or, with a
             # parameter, "test[param]@group]"
             for suffix in (f"@{group}]", f"@{group}"):
@@ -251,11 +266,13 @@ def _last_durations() -> dict[str, float]:
 
 
 def _group(item: pytest.Item) -> str | None:
-    """The xdist group of a test: its module's in GROUPED, or its seed's in SEED_GROUPS."""
+    """The xdist group of a test: its module's in GROUPED, its own in GROUPED_TESTS, or its
+    seed's in SEED_GROUPS."""
     if item.path.name == "test_seeds.py":
         seed = getattr(item, "callspec", None) and item.callspec.params.get("seed")
         return SEED_GROUPS.get(seed) if isinstance(seed, int) else None
-    return GROUPED.get(item.path.name)
+    function = getattr(item, "originalname", item.name)
+    return GROUPED.get(item.path.name) or GROUPED_TESTS.get(f"{item.path.name}::{function}")
 
 
 def _schedule(config: pytest.Config, items: list[pytest.Item]) -> None:

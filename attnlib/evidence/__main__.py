@@ -7,7 +7,10 @@ a model train it once. The result table goes to ``TABLE`` (default ``tests/seeds
 is committed: ``tests/test_seeds.py`` checks it against the claims and reads from it the
 seeds ``make test`` does not retrain. ``--only`` reruns some chapters and keeps the other
 sections of the existing table; ``--keep DIR`` keeps the English–French models of seeds 1 and 2
-in DIR and reuses them in a later run. A line per run goes to the standard error, with its time.
+in DIR and reuses them in a later run; ``--seed-models DIR`` writes the small models of seeds 1
+and 2 it retrains to DIR (``make seeds`` passes ``tests/seed_models``: ``make test`` checks
+seeds 1 and 2 on those, and retrains a sample). A line per run goes to the standard error, with
+its time.
 """
 
 from __future__ import annotations
@@ -47,9 +50,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep the English–French models of seeds 1 and 2 in DIR, and reuse those already "
         "there (for a rerun after a change that leaves training alone)",
     )
+    parser.add_argument(
+        "--seed-models",
+        metavar="DIR",
+        help="write there the small models of seeds 1 and 2 this run retrains (tests/seed_models, "
+        "which make test reads instead of retraining them)",
+    )
     args = parser.parse_args(argv)
     if args.keep:
         _shared.KEEP = Path(args.keep)
+    if args.seed_models:
+        _shared.SEED_MODELS, _shared.SAVE_SEED_MODELS = Path(args.seed_models), True
     found = evidence.chapters()
     todo = list(args.only or found)
     unknown = sorted(set(todo) - set(found))

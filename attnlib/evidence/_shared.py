@@ -67,9 +67,10 @@ def trained_model(
     Seed 0 is the shipped checkpoint (or, with ``retrain``, the recipe trained live, as in
     :func:`attnlib.pretrained.load`). Another seed reads the shipped checkpoint
     ``<name>_seed<seed>`` if that recipe exists (it must be
-    :func:`attnlib.pretrained.reseeded` ``(name, seed)`` under its own name), and retrains
-    the recipe with that seed otherwise (the same data: only the initial weights and the
-    batch order change).
+    :func:`attnlib.pretrained.reseeded` ``(name, seed)`` under its own name). Otherwise it
+    retrains the recipe with that seed (the same data: only the initial weights and the batch
+    order change), or, where :data:`SEED_MODELS` names a folder, reads the model ``make seeds``
+    retrained and kept there (``SAVE_SEED_MODELS``: retrains it and writes it there).
 
     Parameters
     ----------
@@ -103,9 +104,22 @@ def trained_model(
                     f"recipe {twin!r} is not recipe {name!r} with training seed {seed}"
                 )
             _TRAINED[key] = pretrained.load(twin, progress=False)
+        elif SEED_MODELS is not None and not SAVE_SEED_MODELS:
+            _TRAINED[key] = pretrained.load_reseeded(name, seed, SEED_MODELS / f"{twin}.pt")
         else:
             _TRAINED[key] = pretrained.retrain(name, seed=seed, progress=False)
+            if SEED_MODELS is not None:
+                pretrained.save(_TRAINED[key], SEED_MODELS / f"{twin}.pt")
     return _TRAINED[key]
+
+
+#: The folder of the small models of seeds 1 and 2 that :func:`trained_model` reads instead of
+#: retraining them (``tests/seed_models/``, which ``make seeds`` writes and ``make test``
+#: reads); None (the default): every seed other than 0 is retrained.
+SEED_MODELS: Path | None = None
+#: True: :func:`trained_model` retrains every model of a seed other than 0 and writes it to
+#: :data:`SEED_MODELS` (``python -m attnlib.evidence --seed-models DIR``).
+SAVE_SEED_MODELS = False
 
 
 def translation_model(

@@ -60,3 +60,25 @@ def test_another_translation_seed_trains_on_the_shipped_split(
     assert all(torch.equal(v, weights[k]) for k, v in by_hand.state_dict().items())
     # ... and other weights than seed 0's
     assert any(not torch.equal(v, weights[k]) for k, v in seed_0.state_dict().items())
+
+
+@pytest.mark.slow
+def test_a_seed_model_kept_by_make_seeds_is_read_back_instead_of_retrained(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """``--seed-models DIR`` retrains and writes; a later process reads the same model back."""
+    monkeypatch.setattr(_shared, "_TRAINED", {})
+    monkeypatch.setattr(_shared, "SEED_MODELS", tmp_path)
+    monkeypatch.setattr(_shared, "SAVE_SEED_MODELS", True)
+    made = _shared.trained_model("majority", 1)
+    assert (tmp_path / "majority_seed1.pt").is_file()
+    monkeypatch.setattr(_shared, "_TRAINED", {})
+    monkeypatch.setattr(_shared, "SAVE_SEED_MODELS", False)
+    read = _shared.trained_model("majority", 1)
+    assert read is not made
+    assert read.metrics == made.metrics
+    assert read.recipe == pretrained.reseeded("majority", 1)
+    for key, value in made.model.state_dict().items():
+        assert torch.equal(read.model.state_dict()[key], value), key
+    with pytest.raises(FileNotFoundError, match=r"training seed 2 .*make seeds"):
+        _shared.trained_model("majority", 2)  # read only: a missing model is not retrained
