@@ -170,6 +170,16 @@ def rand_params(
     return rng.normal(size=(d_a, d_s)), rng.normal(size=(d_a, d_h)), rng.normal(size=d_a)
 
 
+@pytest.fixture
+def one_torch_thread() -> Any:
+    """torch on one thread for the test: tiny models gain nothing from threads, and lose much
+    on a busy machine (a module opts in with ``pytestmark = pytest.mark.usefixtures(...)``)."""
+    from attnlib.runtime import torch_threads
+
+    with torch_threads(1):
+        yield
+
+
 #: The sizes of a tiny seq2seq model (``make_seq2seq(..., **TINY)``): fast, not trained.
 TINY = {"emb": 8, "hidden": 6, "d_s": 10, "d_a": 7}
 

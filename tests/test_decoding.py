@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -19,7 +19,6 @@ from torch import Tensor, nn
 
 from attnlib.decoding import Decoded, Hypothesis, beam_search, greedy, length_penalty
 from attnlib.models import Seq2Seq, SourceMemory, make_seq2seq
-from attnlib.runtime import torch_threads
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 from conftest import TINY
 
@@ -69,11 +68,7 @@ def _teacher_log_prob(model: Seq2Seq, src_row: Tensor, hyp: Hypothesis) -> float
     return float(logp[torch.arange(len(targets)), torch.tensor(targets)].sum())
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny models gain nothing from threads, and lose much on a busy machine."""
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _assert_close(got: Tensor, want: Tensor) -> None:

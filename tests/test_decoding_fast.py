@@ -15,8 +15,6 @@ float32 rounding.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from hypothesis import given, settings
@@ -26,7 +24,6 @@ from torch import Tensor
 from attnlib import decoding
 from attnlib.decoding import beam_search
 from attnlib.models import AdditiveAttention, MultiplicativeAttention, Seq2Seq, make_seq2seq
-from attnlib.runtime import torch_threads
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 from conftest import TINY
 
@@ -35,10 +32,7 @@ DECODERS = ("bahdanau", "luong", "none")
 lengths_st = st.lists(st.integers(1, 6), min_size=1, max_size=4)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    with torch_threads(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _src(lengths: list[int], seed: int = 0) -> Tensor:

@@ -5,9 +5,12 @@ and show what they should, answers are read from the channel's plain data, a gre
 judged step by step (either of two tied ids is right), a beam answer is compared hypothesis by
 hypothesis, near-ties are refused as beam cases, and attnlib's decoders are switched off in the
 sandbox. The expected greedy paths come from a small decoding loop written here, not from
-attnlib.decoding. The slow tests run the checks in this process on the notebook's solution, and
-grade every variant of tests/fixtures/variants_decoding.py, the solution and the blank notebook
-in one sandboxed run, as an instructor would.
+attnlib.decoding. The slow tests run the checks in this process on the notebook's solution and
+take every variant of tests/fixtures/variants_decoding.py once: most in this process (the
+notebook's imports and two answer cells, the checks called through the worker's handlers and the
+channel, scored by the grader's rule), and a sample graded end to end, with the solution and the
+blank notebook, in one sandboxed run as an instructor would: the first mutant and fair variant
+of each question, and every answer that calls attnlib's decoders (switched off only there).
 """
 
 from __future__ import annotations
@@ -28,7 +31,17 @@ from attnlib.grading.questions import ex6_decoding as ex6
 from attnlib.vocab import BOS_ID, EOS_ID, PAD_ID
 from conftest import EXERCISES as EXERCISE_DIR
 from conftest import ROOT, short_of_full_marks
-from fixtures.variants import full_marks_kept, grade_class
+from fixtures.variants import (
+    LocalSession,
+    Variant,
+    answer_notebook,
+    binds,
+    failed_checks,
+    full_marks_kept,
+    grade_class,
+    sandbox_sample,
+    split_problems,
+)
 from fixtures.variants_decoding import BEAM, EXERCISE, GREEDY, VARIANTS
 
 SOURCE = EXERCISE_DIR / "source" / f"{EXERCISE}.ipynb"
@@ -36,13 +49,7 @@ QUESTIONS = {q.name: q for q in EXERCISES[EXERCISE].questions}
 SEED = "decoding-test-5e8a1c0f3b7d2946"
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models gain nothing from threads, and lose much on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -391,19 +398,6 @@ def test_every_attnlib_loop_that_decodes_its_own_outputs_is_switched_off():
 
 
 # --------------------------------------------------------------------------- in process
-class _LocalSession:
-    """A worker in this process, fed the grader's messages through the channel's encoding."""
-
-    def __init__(self, namespace: dict[str, Any]) -> None:
-        self.worker = worker.Worker(channel)
-        self.worker.shell.user_ns.update(namespace)
-
-    def request(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
-        out: list[bytes] = []
-        self.worker.serve([channel.to_line({**message, "id": 1}).rstrip(b"\n")], out.append)
-        return channel.from_line(out[0].rstrip(b"\n"))
-
-
 def _namespace(greedy: str = GREEDY, beam: str = BEAM) -> dict[str, Any]:
     """The notebook's imports and two answers, run in a fresh namespace."""
     ns: dict[str, Any] = {}
@@ -419,7 +413,7 @@ def _namespace(greedy: str = GREEDY, beam: str = BEAM) -> dict[str, Any]:
 
 def _run(question: str, namespace: dict[str, Any], seed: str = SEED) -> dict[str, str | None]:
     """Check name → None if it passed, else its failure message."""
-    probe = grader._Probe(_LocalSession(namespace), 10.0)
+    probe = grader._Probe(LocalSession(namespace), 10.0)
     out: dict[str, str | None] = {}
     for check in QUESTIONS[question].checks:
         try:
@@ -437,7 +431,7 @@ def test_the_worker_hands_the_learner_the_model_the_grader_built():
         calls.append((model, src, max_len))
         return [[] for _ in range(len(src))]
 
-    probe = grader._Probe(_LocalSession({**_namespace(), "greedy_decode": greedy_decode}), 10.0)
+    probe = grader._Probe(LocalSession({**_namespace(), "greedy_decode": greedy_decode}), 10.0)
     (public,) = [c for c in QUESTIONS["q1_greedy"].checks if c.public]
     with pytest.raises(cases.Fail, match="ends after 0 ids"):
         public.run(probe, np.random.default_rng(0))
@@ -449,7 +443,7 @@ def test_the_worker_hands_the_learner_the_model_the_grader_built():
 
 
 def test_a_handle_names_only_an_object_the_worker_made():
-    session = _LocalSession({"first": lambda x: x, "box": set})
+    session = LocalSession({"first": lambda x: x, "box": set})
     made = session.request({"op": "new", "target": "box", "handle": "_h1"}, 10)
     assert made == {"id": 1, "ok": True, "value": "_h1"}
     got = session.request({"op": "call", "target": "first", "args": [{"handle": "_h1"}]}, 10)
@@ -479,31 +473,82 @@ def test_the_hidden_cases_depend_on_the_seed_only():
 
 
 # --------------------------------------------------------------------------- every variant, graded
-@pytest.fixture(scope="module")
-def gradebook(tmp_path_factory):
-    return grade_class(VARIANTS, EXERCISE, tmp_path_factory.mktemp("ex6"), SEED)
+def _needs_the_sandbox(v: Variant) -> bool:
+    """An answer that calls a decoder of attnlib: only the sandbox's attnlib has it switched off
+    (in this process it would run, and earn the points)."""
+    return "switched off" in v.why or "staged copy" in v.why or "attnlib" in v.answer
+
+
+#: Graded end to end in one sandboxed run, with the solution and the blank notebook: the first
+#: mutant and fair variant of each question, and every answer that calls attnlib's decoders.
+SAMPLE = sandbox_sample(VARIANTS, _needs_the_sandbox)
+#: Checked in this process (the checks, the course's worker, the channel; no sandbox).
+IN_PROCESS = [v for v in VARIANTS if v not in SAMPLE]
+
+
+def test_every_variant_is_graded_once_in_process_or_in_the_sandbox():
+    at_least = dict.fromkeys(QUESTIONS, (10, 3))
+    wrong = split_problems(VARIANTS, SAMPLE, IN_PROCESS, _needs_the_sandbox, at_least)
+    assert not wrong, "\n".join(wrong)
+    for q in QUESTIONS:
+        assert sum(_needs_the_sandbox(v) for v in SAMPLE if v.question == q) >= 2, q
+
+
+def _answers(variant: Variant) -> dict[str, str]:
+    """The two answer cells of the solution notebook, one of them the variant's."""
+    cells = [c.source for c in answer_notebook(variant).cells if c.cell_type == "code"]
+    (greedy,) = [c for c in cells if binds(c, "greedy_decode")]
+    (beam,) = [c for c in cells if binds(c, "beam_decode")]
+    return {"greedy": greedy, "beam": beam}
+
+
+def _probe(variant: Variant) -> grader._Probe:
+    return grader._Probe(LocalSession(_namespace(**_answers(variant))), 10.0)
 
 
 @pytest.mark.slow
-def test_every_mutant_loses_points_on_its_question(gradebook):
+@pytest.mark.parametrize(
+    "variant", [v for v in IN_PROCESS if v.kind == "mutant"], ids=lambda v: v.label
+)
+def test_a_mutant_loses_points_on_its_question(variant):
+    failed = failed_checks(EXERCISE, variant.question, _probe(variant), SEED, first=True)
+    assert failed, f"a mutant kept every point: {variant.why}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "variant", [v for v in IN_PROCESS if v.kind == "fair"], ids=lambda v: v.label
+)
+def test_a_fair_variant_gets_every_point(variant):
+    probe = _probe(variant)
+    for q in QUESTIONS:
+        failed = failed_checks(EXERCISE, q, probe, SEED)
+        assert not failed, f"{q}: " + "; ".join(failed)
+
+
+@pytest.fixture(scope="module")
+def gradebook(tmp_path_factory):
+    return grade_class(SAMPLE, EXERCISE, tmp_path_factory.mktemp("ex6"), SEED)
+
+
+@pytest.mark.slow
+def test_in_the_sandbox_mutants_lose_points_and_attnlibs_decoders_earn_nothing(gradebook):
     students, rows = gradebook
     kept = full_marks_kept(students, rows)
     assert not kept, "\n".join(kept)
-    for q in QUESTIONS:
-        assert sum(v.kind == "mutant" and v.question == q for v in students.values()) >= 10
     # an answer that calls attnlib's own decoder gets nothing, and is told what it raised
     for s, v in students.items():
-        if "switched off" in v.why or "staged copy" in v.why:
+        if _needs_the_sandbox(v):
             assert float(rows[s, v.question]["score"]) == 0, v.why
             assert "the function raised" in rows[s, v.question]["note"], v.why
 
 
 @pytest.mark.slow
-def test_every_fair_variant_and_the_solution_get_every_point_and_the_blank_none(gradebook):
+def test_in_the_sandbox_fair_variants_and_the_solution_get_every_point_and_the_blank_none(
+    gradebook,
+):
     students, rows = gradebook
     fair = [s for s, v in students.items() if v.kind == "fair"]
-    assert sum(students[s].question == "q1_greedy" for s in fair) >= 3
-    assert sum(students[s].question == "q2_beam" for s in fair) >= 3
     wrong = short_of_full_marks(rows, [*fair, "solution"], QUESTIONS)
     assert not wrong, "\n".join(wrong)
     assert sum(float(rows["solution", q]["score"]) for q in QUESTIONS) == 8

@@ -7,9 +7,11 @@ the attnlib it is graded with (for a question that asks the learner to write the
 name of attnlib is a stand-in that raises, as in the sandbox): the solution passes every
 check for several seeds, the public checks use fixed inputs and the hidden ones draw theirs
 from the seed and the student, and every variant of ``fixtures/variants.py`` does what it
-should. The slow one materialises every variant into one folder and grades it once, for real
-(sandbox, the staged attnlibs), with :func:`attnlib.grading.grader.grade`. Exercise 4's torch
-variants are tests/grading/test_grading_torch.py's.
+should. The slow one grades a sample for real (sandbox, the staged attnlibs), in one folder
+with :func:`attnlib.grading.grader.grade`: the first mutant and fair variant of each question,
+and every answer that calls attnlib where its question is graded without it (what such an answer
+earns rests on the sandbox's attnlib). Exercises 4 and 6 (torch) have their variants in
+tests/grading/test_grading_torch.py and test_grading_decoding.py.
 """
 
 from __future__ import annotations
@@ -31,8 +33,6 @@ from attnlib.grading import cases, channel, grader, sandbox, worker
 from attnlib.grading.questions import EXERCISES
 from fixtures import variants as fv
 
-# exercise 4's variants train a model each: tests/grading/test_grading_torch.py grades them
-ALL = list(fv.VARIANTS)
 USES = fv.USES
 #: The exercises graded here in process: those whose source imports no torch (a new one joins)
 NUMPY_EXERCISES = tuple(
@@ -315,10 +315,33 @@ def _grade(folder: Path, variants: list[fv.Variant], seed: str) -> dict[Any, Any
     return _read_gradebook(gradebook)
 
 
+def _needs_the_sandbox(v: fv.Variant) -> bool:
+    """An answer that calls attnlib where the question is graded without it: what it earns rests
+    on the sandbox's attnlib (the in-process half stands in for it, this half shows it)."""
+    (q,) = [q for q in EXERCISES[v.exercise].questions if q.name == v.question]
+    return not q.uses_attnlib and re.search(r"\bal\.|attnlib", v.answer) is not None
+
+
+#: Graded in the sandbox: the first mutant and fair variant of each question, and every answer
+#: that calls attnlib where the question is graded without it (the in-process half checks all).
+SAMPLE = fv.sandbox_sample(fv.VARIANTS, _needs_the_sandbox)
+
+
+def test_the_sandboxed_sample_has_a_mutant_and_a_fair_variant_of_every_question():
+    for exercise in NUMPY_EXERCISES:
+        for q in EXERCISES[exercise].questions:
+            kinds = {v.kind for v in SAMPLE if (v.exercise, v.question) == (exercise, q.name)}
+            assert kinds == {"mutant", "fair"}, q.name
+    assert [v for v in fv.VARIANTS if _needs_the_sandbox(v)] == [
+        v for v in SAMPLE if _needs_the_sandbox(v)
+    ]
+    assert sum(_needs_the_sandbox(v) for v in SAMPLE) >= 4
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Every variant, graded once in one folder."""
-    return _grade(tmp_path_factory.mktemp("variants"), ALL, GRADING_SEED)
+    """The sample, graded once in one folder."""
+    return _grade(tmp_path_factory.mktemp("variants"), SAMPLE, GRADING_SEED)
 
 
 def _scores(book: dict[Any, Any], v: fv.Variant) -> dict[str, tuple[float, float, str]]:
@@ -327,7 +350,7 @@ def _scores(book: dict[Any, Any], v: fv.Variant) -> dict[str, tuple[float, float
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", [v for v in ALL if v.kind == "mutant"], ids=_id)
+@pytest.mark.parametrize("variant", [v for v in SAMPLE if v.kind == "mutant"], ids=_id)
 def test_a_mutant_loses_points_on_its_question(graded, variant):
     for question, (score, total, note) in _scores(graded, variant).items():
         if question == variant.question:
@@ -337,7 +360,7 @@ def test_a_mutant_loses_points_on_its_question(graded, variant):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", [v for v in ALL if v.kind == "fair"], ids=_id)
+@pytest.mark.parametrize("variant", [v for v in SAMPLE if v.kind == "fair"], ids=_id)
 def test_a_fair_variant_gets_full_marks(graded, variant):
     for question, (score, total, note) in _scores(graded, variant).items():
         assert score == total, f"{question}: {note}"
@@ -345,10 +368,12 @@ def test_a_fair_variant_gets_full_marks(graded, variant):
 
 @pytest.mark.slow
 def test_fair_marks_do_not_depend_on_the_seed(graded, tmp_path):
-    exercise = "05_spot_the_error"
+    exercise, other_seed = "05_spot_the_error", "another seed, 93b0e6c1a5f27d48"
     fair = [v for v in fv.FAIR if v.exercise == exercise]
-    other = _grade(tmp_path, fair, "another seed, 93b0e6c1a5f27d48")
-    assert _inputs(exercise, GRADING_SEED) != _inputs(exercise, "another seed, 93b0e6c1a5f27d48")
+    other = _grade(tmp_path, fair, other_seed)
+    assert _inputs(exercise, GRADING_SEED) != _inputs(exercise, other_seed)
+    assert any(v in SAMPLE for v in fair)
     for v in fair:
-        assert _scores(other, v) == _scores(graded, v)
+        if v in SAMPLE:
+            assert _scores(other, v) == _scores(graded, v)
         assert all(score == total for score, total, _ in _scores(other, v).values())

@@ -6,9 +6,11 @@ here in a fresh virtual environment: ``pip install -r binder/requirements.txt``,
 ``binder/postBuild`` (attnlib from the tree, no dependencies), then JupyterLab 4, which
 repo2docker's image already holds (4.4.9 in its Python 3.11 environment), so
 ``binder/requirements.txt`` does not list it. Two chapters and an exercise are executed on a
-fresh kernel of that environment; then ``jupyter lab`` is started from it and a browser opens
-every chapter and fails on any raw MyST markup (a ``{role}``, a ``:::`` fence, a ``(label)=``
-target) visible in a rendered markdown cell.
+fresh kernel of that environment; then ``jupyter lab`` is started from it and a browser loads
+the app once and opens every chapter inside it, one after the other, failing on any raw MyST
+markup (a ``{role}``, a ``:::`` fence, a ``(label)=`` target) visible in a rendered markdown
+cell. The server also serves a small probe notebook holding each kind of raw markup, which the
+check must report, so that a check that finds nothing is seen to be able to find something.
 
 Until the live tree exists (before ``_ext/live_notebooks.py`` is in ``_config.yml``) the
 repository itself is the tree; once that extension is configured, a missing ``_build/live``
@@ -281,10 +283,29 @@ LAB_SETTINGS = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
 
-#: True once the open notebook shows its ``n`` cells, every markdown cell rendered (``filled``:
-#: whether each markdown cell has a source, so its rendering must hold something).
+#: A folder of the served root beside the tree's own, with a notebook that is not the course's.
+PROBE_DIR = "raw_myst_probe"
+#: The probe's markdown cells: the first holds braces the check must leave alone (in math and in
+#: code), each other one kind of raw MyST, with a piece of what the check must report for it.
+PROBE_CELLS: list[tuple[str, str | None]] = [
+    (
+        "The score $e_{ti} = a(s_{t-1}, h_i)$ gives $\\alpha_{ti}$; in code, `{'h_i': 1}`.",
+        None,
+    ),
+    ("The {term}`context vector` $c_t$ sums the $h_i$.", "{term}`context vector`"),
+    (":::{note}\nA fence that JupyterLab does not know.\n:::", ":::{note}"),
+    ("```{math}\nc_t = \\sum_i \\alpha_{ti} h_i\n```", "a directive shown as code"),
+    ("(sec-scores)=\n\n## The scores $e_{ti}$", "a target (sec-scores)="),
+]
+
+#: True once the app holds one document, the notebook ``rel``, showing its ``n`` cells, every
+#: markdown cell rendered (``filled``: whether each markdown cell has a source, so its rendering
+#: must hold something).
 ALL_RENDERED = """
-([n, filled]) => {
+([rel, n, filled]) => {
+  const current = window.jupyterapp.shell.currentWidget;
+  if (!current || !current.context || current.context.path !== rel) return false;
+  if (document.querySelectorAll('.jp-NotebookPanel').length !== 1) return false;
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');
   if (!panel) return false;
   const markdown = [...panel.querySelectorAll('.jp-MarkdownCell')];
@@ -338,6 +359,31 @@ RAW_MARKUP = r"""
 }
 """
 
+# Playwright's wait_for_function awaits a predicate that returns a promise, once: the two
+# below are one-off actions in the page, with its timeout as a backstop against a hang.
+#: The app has started and restored its layout.
+LAB_RESTORED = "async () => { await window.jupyterapp.restored; return true; }"
+#: Opens ``rel`` in the running app, as a double click in the file browser does.
+OPEN = """
+async rel => {
+  const widget = await window.jupyterapp.commands.execute('docmanager:open', {path: rel});
+  await widget.context.ready;
+  return widget.context.path;
+}
+"""
+#: Asks every document of the main area to close (the launcher stays; a document closes
+#: asynchronously: see NO_DOCUMENT).
+CLOSE_DOCUMENTS = """
+() => {
+  for (const widget of [...window.jupyterapp.shell.widgets('main')]) {
+    if (widget.context) widget.close();
+  }
+}
+"""
+NO_DOCUMENT = "() => ![...window.jupyterapp.shell.widgets('main')].some(w => w.context)"
+#: A backstop against a hang only: the app loads in seconds, a chapter renders in a few.
+HANG = 300_000
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -353,9 +399,39 @@ def _get(url: str) -> int:
         return 0
 
 
+def _probe_notebook(metadata: dict[str, Any]) -> Any:
+    """A small notebook of PROBE_CELLS' markdown and one code cell, with the chapters' kernel."""
+    nb = nbformat.v4.new_notebook(metadata=metadata)
+    nb.cells = [nbformat.v4.new_markdown_cell(src) for src, _ in PROBE_CELLS]
+    nb.cells.append(nbformat.v4.new_code_cell("c_t = 0.0"))
+    return nb
+
+
 @pytest.fixture(scope="module")
-def jupyterlab(binder_env: dict[str, Any], tree: Path) -> Iterator[str]:
-    """``jupyter lab`` from the Binder environment over the tree: no browser, no token."""
+def lab_root(binder_env: dict[str, Any], tree: Path) -> Path:
+    """What ``jupyter lab`` serves: the tree's own entries (links to them) and PROBE_DIR.
+
+    The chapters keep their paths (``chapters/<name>.ipynb``); a kernel started for one works in
+    the tree's folder, which the link resolves to.
+    """
+    root = Path(binder_env["tmp"]) / "lab-root"
+    root.mkdir()
+    assert not (tree / PROBE_DIR).exists(), f"the tree holds {PROBE_DIR}/ of its own"
+    for entry in tree.iterdir():
+        (root / entry.name).symlink_to(entry)
+    (root / PROBE_DIR).mkdir()
+    first = nbformat.read(tree / "chapters" / CHAPTER_NAMES[0], as_version=4)
+    nbformat.write(_probe_notebook(first.metadata), root / PROBE_DIR / "raw_myst.ipynb")
+    return root
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(binder_env: dict[str, Any], tree: Path, lab_root: Path) -> Iterator[str]:
+    """``jupyter lab`` from the Binder environment over the tree: no browser, no token.
+
+    ``window.jupyterapp`` is exposed, so that the browser opens each chapter inside one running
+    app instead of loading the app again for each.
+    """
     tmp = Path(binder_env["tmp"])
     settings = Path(binder_env["venv"]) / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
@@ -374,11 +450,12 @@ def jupyterlab(binder_env: dict[str, Any], tree: Path) -> Iterator[str]:
             "--IdentityProvider.token=",
             "--ServerApp.password=",
             "--ServerApp.disable_check_xsrf=True",
-            f"--ServerApp.root_dir={tree}",
+            f"--ServerApp.root_dir={lab_root}",
             f"--LabApp.user_settings_dir={tmp / 'lab-user-settings'}",
             f"--LabApp.workspaces_dir={tmp / 'lab-workspaces'}",
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.expose_app_in_browser=True",
         ],
         env=binder_env["env"],
         cwd=tree,
@@ -403,15 +480,25 @@ def jupyterlab(binder_env: dict[str, Any], tree: Path) -> Iterator[str]:
         log.close()
 
 
+def _load_lab(page: Any, base: str) -> None:
+    """Load the JupyterLab app in ``page`` and wait until it has started."""
+    page.goto(f"{base}/lab")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=HANG)
+    page.wait_for_function(LAB_RESTORED, timeout=HANG)
+
+
 @pytest.fixture(scope="module")
 def lab_page(jupyterlab: str) -> Iterator[Any]:
+    """A browser page holding the JupyterLab app, loaded once for the module."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=list(CHROMIUM_ARGS))
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
-            yield context.new_page()
+            page = context.new_page()
+            _load_lab(page, jupyterlab)
+            yield page
         finally:
             browser.close()
 
@@ -425,17 +512,32 @@ def _shut_down_kernels(base: str) -> None:
         urllib.request.urlopen(request, timeout=30).close()
 
 
+def _close_all(page: Any, base: str) -> None:
+    """Close every document of the app, wait until they are gone, end their kernels."""
+    page.evaluate(CLOSE_DOCUMENTS)
+    page.wait_for_function(NO_DOCUMENT, timeout=HANG)
+    _shut_down_kernels(base)
+
+
 def raw_markup_in_jupyterlab(page: Any, base: str, rel: str, notebook: Path) -> list[str]:
-    """Open ``rel`` in JupyterLab, wait until every cell has rendered, list the raw markup."""
+    """Open ``rel`` in the running JupyterLab, wait until every cell has rendered, list the raw
+    markup; then close it. If anything goes wrong, the app is loaded afresh for the next one."""
     nb = nbformat.read(notebook, as_version=4)
     filled = [bool(c.source.strip()) for c in nb.cells if c.cell_type == "markdown"]
-    page.goto(f"{base}/lab/tree/{rel}")
-    # waits for the page's own state, not a clock: the timeout only stops a hang
-    page.wait_for_function(ALL_RENDERED, arg=[len(nb.cells), filled], timeout=300_000)
-    found = page.evaluate(RAW_MARKUP)
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{notebook.stem}.png"))  # the top, for review
-    _shut_down_kernels(base)
+    try:
+        _close_all(page, base)  # nothing of an earlier visit is left on the page
+        opened = page.wait_for_function(OPEN, arg=rel, timeout=HANG).json_value()
+        assert opened == rel, f"JupyterLab opened {opened!r} for {rel!r}"
+        # waits for the page's own state, not a clock: the timeout only stops a hang
+        page.wait_for_function(ALL_RENDERED, arg=[rel, len(nb.cells), filled], timeout=HANG)
+        found = page.evaluate(RAW_MARKUP)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{notebook.stem}.png"))  # the top, for review
+        _close_all(page, base)
+    except Exception:
+        _shut_down_kernels(base)
+        _load_lab(page, base)
+        raise
     return list(found)
 
 
@@ -450,3 +552,17 @@ def test_jupyterlab_shows_every_chapter_without_raw_markup(jupyterlab, lab_page,
     assert not found, f"{rel} shows raw MyST in JupyterLab ({len(found)} places):\n" + "\n".join(
         found[:20]
     )
+
+
+@pytest.mark.slow
+def test_jupyterlab_check_reports_each_kind_of_raw_myst_in_a_probe_notebook(
+    jupyterlab, lab_page, lab_root
+):
+    rel = f"{PROBE_DIR}/raw_myst.ipynb"
+    found = raw_markup_in_jupyterlab(lab_page, jupyterlab, rel, lab_root / rel)
+    for k, (_, expected) in enumerate(PROBE_CELLS, start=1):
+        mine = [f for f in found if f.startswith(f"markdown cell {k}: ")]
+        if expected is None:
+            assert not mine, f"braces in math or code reported as raw MyST: {mine}"
+        else:
+            assert any(expected in f for f in mine), f"cell {k}: {expected!r} not in {found}"
