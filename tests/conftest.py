@@ -224,13 +224,15 @@ GROUPED = {
     "test_grading_decoding.py": "grading-decoding",
     "test_grading_torch.py": "grading-torch",
     "test_variants.py": "variants",
+    "test_exercises.py": "exercises",
 }
 #: Tests that share a fixture or a per-process cache costlier than the test itself, by
 #: ``module::test``: the page-weight tests of the site each read every page's weight, which
-#: ``page_weight`` measures once per process (one offline visit of every page).
+#: ``page_weight`` measures once per process, and the offline visit of each page records it.
 GROUPED_TESTS = {
     f"test_site.py::{name}": "page-weights"
     for name in (
+        "test_page_renders_offline",
         "test_median_page_weight",
         "test_no_page_requests_anything_from_outside_the_site",
         "test_widget_page_weight",

@@ -208,7 +208,7 @@ def colab_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv)
     python = str(venv / "bin" / "python")
-    pip = [python, "-m", "pip", "install", "--quiet"]
+    pip = [python, "-m", "pip", "install", "--quiet", "--no-compile"]  # no .pyc: ~10 s less
     run_checked([*pip, "pip==24.1.2"], env, tmp)  # Colab's pip
     run_checked([*pip, *COLAB, str(TORCH)], env, tmp)
     before = json.loads(run_checked([python, "-c", DISTRIBUTIONS], env, tmp))

@@ -436,10 +436,13 @@ def test_page_renders_offline(browser: Any, server: str, rel: str) -> None:
     assert rel != NO_SITE, f"no built site in {SITE}: run `make book` first"
     visit = PageVisit(browser, server, rel)
     page, problems = visit.page, visit.problems
+    responses = _responses(visit)
     try:
         page.goto(server + rel, wait_until="load")
         page.evaluate(WAIT_FOR_MATHJAX)
         visit.settle()  # widgets drawn, among the rest (a widget never drawn is named)
+        if rel not in _WEIGHTS:  # this visit weighs the page for the page-weight tests too
+            _record_weight(visit, responses, server, rel)
 
         for w in page.evaluate(WIDGET_REPORT):
             if not w["drawn"]:
@@ -653,29 +656,42 @@ def page_weight(browser: Any, server: str, rel: str) -> dict[str, Any]:
     page's icons, and whether it holds saved widget state. Measured once per page."""
     if rel not in _WEIGHTS:
         visit = PageVisit(browser, server, rel)
-        responses: list[Any] = []
-        visit.page.on("response", lambda r: responses.append(r))
+        responses = _responses(visit)
         try:
             visit.page.goto(server + rel, wait_until="load")
             visit.page.evaluate(WAIT_FOR_MATHJAX)
             visit.settle()
-            icons = visit.page.evaluate(ICONS_REPORT)
-            sizes: dict[str, int] = {}
-            for resp in responses:
-                url = resp.url.split("#")[0].split("?")[0]
-                if url.startswith(server) and url not in sizes and resp.status < 300:
-                    sizes[url[len(server) :]] = len(resp.body())
+            _record_weight(visit, responses, server, rel)
         finally:
             visit.close()
-        _WEIGHTS[rel] = {
-            "bytes": sum(sizes.values()),
-            "sizes": sizes,
-            "icons": icons,
-            "widgets": "application/vnd.jupyter.widget-state+json"
-            in (SITE / rel).read_text(encoding="utf-8"),
-            "problems": visit.problems,
-        }
     return _WEIGHTS[rel]
+
+
+def _responses(visit: PageVisit) -> list[Any]:
+    """Every response the visit's page receives from now on (attach before ``goto``)."""
+    responses: list[Any] = []
+    visit.page.on("response", lambda r: responses.append(r))
+    return responses
+
+
+def _record_weight(visit: PageVisit, responses: list[Any], server: str, rel: str) -> None:
+    """Keep what :func:`page_weight` reports of a settled visit: any offline visit of ``rel``
+    may record it (``test_page_renders_offline`` does, on the page-weight tests' worker), so
+    that each page is opened once per process for both."""
+    icons = visit.page.evaluate(ICONS_REPORT)
+    sizes: dict[str, int] = {}
+    for resp in responses:
+        url = resp.url.split("#")[0].split("?")[0]
+        if url.startswith(server) and url not in sizes and resp.status < 300:
+            sizes[url[len(server) :]] = len(resp.body())
+    _WEIGHTS[rel] = {
+        "bytes": sum(sizes.values()),
+        "sizes": sizes,
+        "icons": icons,
+        "widgets": "application/vnd.jupyter.widget-state+json"
+        in (SITE / rel).read_text(encoding="utf-8"),
+        "problems": list(visit.problems),
+    }
 
 
 def weighed_pages() -> list[str]:
