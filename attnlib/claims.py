@@ -20,6 +20,12 @@ The checks::
     claims.close(c_a, c_b, "the two context vectors are the same", tol=1e-12)
     claims.check(ok, "every output is unchanged", evidence="120 of 120 sentences")
 
+Two kinds of line. Most checks are evidence: a measurement that could have come out otherwise
+("✔ Checked: …"). Some show an identity, a fact that holds for any input by the algebra (the
+additive score's bound ``|e_ti| ≤ ‖v_a‖₁``, a convex combination lying in the hull): the check
+then guards the code that computes it, not the claim, and says so (``identity=True``:
+"✔ Identity: …").
+
 A claim about a trained model should hold for other training seeds too;
 :func:`across_seeds` runs a claim function for several seeds and tabulates
 which of its claims hold for which seed (``tests/test_seeds.py`` does this).
@@ -71,20 +77,34 @@ class Checked:
         The numbers, and the test they had to pass.
     holds : bool
         Whether they passed (always True outside :func:`recording`).
+    identity : bool
+        True for a fact that holds for any input by the algebra: the line then reads
+        "Identity", and checks the code that computes it rather than the claim.
     """
 
     claim: str
     evidence: str
     holds: bool = True
+    identity: bool = False
+
+    @property
+    def kind(self) -> str:
+        """What the line shows: "Identity" (true for any input) or "Checked" (evidence)."""
+        return "Identity" if self.identity else "Checked"
 
     def __repr__(self) -> str:
-        mark = "✔ Checked" if self.holds else "✘ FAILS"
+        mark = f"✔ {self.kind}" if self.holds else "✘ FAILS"
         return f"{mark}: {self.claim} ({self.evidence})"
 
     def _repr_html_(self) -> str:
-        mark, word = ("✔", "Checked") if self.holds else ("✘", "Fails")
+        mark, word = ("✔", self.kind) if self.holds else ("✘", "Fails")
+        title = (
+            ' title="true for any input, by the algebra: this line checks the code, not the claim"'
+            if self.identity
+            else ""
+        )
         return (
-            f'<p class="attnlib-claim"><span aria-hidden="true">{mark}</span> '
+            f'<p class="attnlib-claim"{title}><span aria-hidden="true">{mark}</span> '
             f"<strong>{word}:</strong> {html.escape(self.claim)} "
             f"<span class='attnlib-claim-evidence'>({html.escape(self.evidence)})</span></p>"
         )
@@ -124,7 +144,7 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) >= 1e-3 and abs(x) < 1e4 else f"{x:.3e}"
 
 
-def check(holds: bool | np.bool_, claim: str, *, evidence: str) -> Checked:
+def check(holds: bool | np.bool_, claim: str, *, evidence: str, identity: bool = False) -> Checked:
     """The general check: ``holds`` is the test, ``evidence`` says what it looked at.
 
     Parameters
@@ -135,11 +155,14 @@ def check(holds: bool | np.bool_, claim: str, *, evidence: str) -> Checked:
         The sentence it supports.
     evidence : str
         What was measured ("118 of 120 sentences unchanged").
+    identity : bool
+        The claim holds for any input by the algebra (shown as "✔ Identity: …"); the same
+        keyword exists on every check below.
 
     Returns
     -------
     Checked
-        Shown in the notebook as "✔ Checked: …".
+        Shown in the notebook as "✔ Checked: …" (or "✔ Identity: …").
 
     Raises
     ------
@@ -148,7 +171,7 @@ def check(holds: bool | np.bool_, claim: str, *, evidence: str) -> Checked:
     """
     if not isinstance(claim, str) or not claim.strip():
         raise ValueError("a check needs the claim it supports, as a non-empty string")
-    result = Checked(claim, evidence, bool(holds))
+    result = Checked(claim, evidence, bool(holds), bool(identity))
     if _RECORDERS:
         _RECORDERS[-1].results.append(result)
         return result
@@ -167,24 +190,37 @@ def _finite(value: float, name: str) -> float:
     return v
 
 
-def at_least(value: float, bound: float, claim: str, *, name: str = "value") -> Checked:
+def at_least(
+    value: float, bound: float, claim: str, *, name: str = "value", identity: bool = False
+) -> Checked:
     """Check ``value ≥ bound``."""
     v = _finite(value, name)
-    return check(v >= bound, claim, evidence=f"{name} = {_fmt(v)}; needs ≥ {_fmt(bound)}")
+    evidence = f"{name} = {_fmt(v)}; needs ≥ {_fmt(bound)}"
+    return check(v >= bound, claim, evidence=evidence, identity=identity)
 
 
-def at_most(value: float, bound: float, claim: str, *, name: str = "value") -> Checked:
+def at_most(
+    value: float, bound: float, claim: str, *, name: str = "value", identity: bool = False
+) -> Checked:
     """Check ``value ≤ bound``."""
     v = _finite(value, name)
-    return check(v <= bound, claim, evidence=f"{name} = {_fmt(v)}; needs ≤ {_fmt(bound)}")
+    evidence = f"{name} = {_fmt(v)}; needs ≤ {_fmt(bound)}"
+    return check(v <= bound, claim, evidence=evidence, identity=identity)
 
 
-def between(value: float, lo: float, hi: float, claim: str, *, name: str = "value") -> Checked:
+def between(
+    value: float,
+    lo: float,
+    hi: float,
+    claim: str,
+    *,
+    name: str = "value",
+    identity: bool = False,
+) -> Checked:
     """Check ``lo ≤ value ≤ hi`` (for "about X" claims)."""
     v = _finite(value, name)
-    return check(
-        lo <= v <= hi, claim, evidence=f"{name} = {_fmt(v)}; needs {_fmt(lo)} … {_fmt(hi)}"
-    )
+    evidence = f"{name} = {_fmt(v)}; needs {_fmt(lo)} … {_fmt(hi)}"
+    return check(lo <= v <= hi, claim, evidence=evidence, identity=identity)
 
 
 def greater(
@@ -194,17 +230,23 @@ def greater(
     *,
     names: tuple[str, str] = ("a", "b"),
     by: float = 0.0,
+    identity: bool = False,
 ) -> Checked:
     """Check ``a > b + by`` (``by`` is the margin the words promise, 0 for "more than")."""
     x, y = _finite(a, names[0]), _finite(b, names[1])
     need = f"needs {names[0]} > {names[1]}" + (f" + {_fmt(by)}" if by else "")
-    return check(
-        x > y + by, claim, evidence=f"{names[0]} = {_fmt(x)}, {names[1]} = {_fmt(y)}; {need}"
-    )
+    evidence = f"{names[0]} = {_fmt(x)}, {names[1]} = {_fmt(y)}; {need}"
+    return check(x > y + by, claim, evidence=evidence, identity=identity)
 
 
 def close(
-    a: ArrayLike, b: ArrayLike, claim: str, *, tol: float, name: str = "max |a − b|"
+    a: ArrayLike,
+    b: ArrayLike,
+    claim: str,
+    *,
+    tol: float,
+    name: str = "max |a − b|",
+    identity: bool = False,
 ) -> Checked:
     """Check that two numbers or arrays agree within ``tol`` (largest absolute difference)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -213,7 +255,8 @@ def close(
     if np.isnan(x).any() or np.isnan(y).any():
         raise ClaimError(f"{claim!r}: the values hold NaN; no claim can rest on them")
     gap = float(np.max(np.abs(x - y))) if x.size else 0.0
-    return check(gap <= tol, claim, evidence=f"{name} = {_fmt(gap)}; needs ≤ {_fmt(tol)}")
+    evidence = f"{name} = {_fmt(gap)}; needs ≤ {_fmt(tol)}"
+    return check(gap <= tol, claim, evidence=evidence, identity=identity)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ __all__ = [
     "SelectionRun",
     "all_scores",
     "count_products",
-    "decoder_trace",
     "exact_gap",
     "exact_gap_at",
     "fit_growth",
@@ -727,40 +726,3 @@ def random_encoder(
         state = np.tanh(W @ state + U @ x_i)
         out.append(state)
     return np.array(out)
-
-
-def decoder_trace(T_y: int, *, T_x: int = 4, d: int = 3, seed: int = 0) -> list[str]:
-    """Run a tiny numpy Bahdanau decoder and log every quantity as it is computed.
-
-    Each step t logs, in order, ``e_t`` (with the states that exist at that
-    moment), ``α_t``, ``c_t``, ``s_t`` and ``ỹ_t``. The log shows that when the
-    scores are computed the newest state is s_{t-1}: s_t is made from c_t.
-
-    Returns
-    -------
-    log : list of str
-        One line per computed quantity, e.g. ``"t=1  e_1 from s_0 (states so far: s_0)"``.
-
-    See Also
-    --------
-    The chapter "True or false" (chapters/true_or_false), statement 5.
-    """
-    rng = np.random.default_rng(seed)
-    h = rng.normal(size=(T_x, d))
-    W_a, U_a, v_a = rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=d)
-    W_f = rng.normal(size=(d, 2 * d)) / np.sqrt(2 * d)
-    states = {0: np.tanh(h[-1])}  # s_0 from the last encoder state
-    log = []
-    for t in range(1, T_y + 1):
-        have = ", ".join(f"s_{k}" for k in sorted(states))
-        newest = max(states)
-        e = additive_scores(states[newest], h, W_a, U_a, v_a)
-        log.append(f"t={t}  e_{t} from s_{newest} (states so far: {have})")
-        alpha = softmax(e)
-        log.append(f"t={t}  α_{t} = softmax(e_{t})")
-        c = context(alpha, h)
-        log.append(f"t={t}  c_{t} = Σ_i α_{t}i h_i")
-        states[t] = np.tanh(W_f @ np.concatenate([states[t - 1], c]))
-        log.append(f"t={t}  s_{t} = f(s_{t - 1}, y_{t - 1}, c_{t})")
-        log.append(f"t={t}  ỹ_{t} = g(s_{t}, c_{t}, y_{t - 1})")
-    return log

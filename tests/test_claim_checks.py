@@ -80,3 +80,30 @@ def test_across_seeds_tabulates_which_claim_holds_for_which_seed() -> None:
     md = table.markdown().splitlines()
     assert md[0] == "| claim | seed 0 | seed 1 | seed 2 |"
     assert md[3].startswith("| not for seed 0 | ✘ seed = 0")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda **k: claims.check(True, "c lies in the hull", evidence="3 of 3", **k),
+        lambda **k: claims.at_least(1.0, 0.5, "c lies in the hull", **k),
+        lambda **k: claims.at_most(0.2, 0.5, "c lies in the hull", **k),
+        lambda **k: claims.between(0.6, 0.5, 0.7, "c lies in the hull", **k),
+        lambda **k: claims.greater(2.0, 1.0, "c lies in the hull", **k),
+        lambda **k: claims.close(1.0, 1.0, "c lies in the hull", tol=0.0, **k),
+    ],
+)
+def test_an_identity_says_it_is_one_and_evidence_says_checked(call) -> None:
+    """A fact true for any input reads "Identity", on the page and in text; evidence "Checked"."""
+    identity, evidence = call(identity=True), call()
+    assert repr(identity).startswith("✔ Identity: c lies in the hull (")
+    assert repr(evidence).startswith("✔ Checked: c lies in the hull (")
+    assert "<strong>Identity:</strong>" in identity._repr_html_()
+    assert "by the algebra" in identity._repr_html_()
+    assert "<strong>Checked:</strong>" in evidence._repr_html_()
+    assert "title=" not in evidence._repr_html_()
+
+
+def test_a_failing_identity_still_raises() -> None:
+    with pytest.raises(claims.ClaimError, match="the hull"):
+        claims.at_most(2.0, 1.0, "c lies in the hull", identity=True)

@@ -94,13 +94,6 @@ def test_tf5_the_trained_decoder_scores_with_s_prev_not_s_t():
     assert not torch.allclose(queries[1], s_2)
 
 
-def test_tf5_decoder_trace_orders_scores_before_the_state():
-    log = ex.decoder_trace(T_y=2)
-    assert log.index("t=2  e_2 from s_1 (states so far: s_0, s_1)") < log.index(
-        "t=2  s_2 = f(s_1, y_1, c_2)"
-    )
-
-
 def test_tf6_each_step_gets_its_own_context():
     rng = np.random.default_rng(1)
     h = rng.normal(size=(6, 4))

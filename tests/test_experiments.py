@@ -203,18 +203,6 @@ def test_random_encoder_embedding_is_context_free_rnn_is_not():
         ex.random_encoder([0], "lstm")  # type: ignore[arg-type]
 
 
-def test_decoder_trace_scores_before_the_new_state_exists():
-    log = ex.decoder_trace(T_y=4)
-    assert len(log) == 4 * 5
-    for t in range(1, 5):
-        lines = [ln for ln in log if ln.startswith(f"t={t} ")]
-        score = next(k for k, ln in enumerate(lines) if f"e_{t} from" in ln)
-        state = next(k for k, ln in enumerate(lines) if ln.split()[1] == f"s_{t}")
-        assert f"from s_{t - 1} " in lines[score]
-        assert f"s_{t}" not in lines[score].split("states so far:")[1]
-        assert score < state
-
-
 def test_growth_plot_draws_points_and_fits_on_log_axes():
     import matplotlib
 

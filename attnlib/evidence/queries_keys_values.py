@@ -4,8 +4,10 @@ The chapter's experiments are Monte Carlo estimates on seeded random vectors
 (:mod:`attnlib.transformer.qkv`), and what it says about them is checked here, one part per
 experiment:
 
-* "lookup": a memory whose keys are its values returns what it was found by, separate keys
-  and values (or keys U_a h_i projected from h_i = [k_i; v_i]) retrieve the value;
+* "lookup": a memory whose one vector per slot is only the key, or only the value, returns
+  what it was found by; separate keys and values retrieve the value, and so does one vector
+  h_i = [k_i; v_i] that holds both, whether a projection U_a h_i or the query [q; 0] picks the
+  half that is matched;
 * "variance": Var(q·k) = d, and 1 once divided by √d;
 * "saturation": without the scaling the softmax saturates and its gradient vanishes as d
   grows; with it, neither moves with d; dividing by d instead flattens the weights
@@ -103,6 +105,13 @@ def check_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[s
                 look.separate,
                 "keys U_a h_i, values h_i read as well as separate K, V",
                 tol=1e-12,
+                identity=True,
+            ),
+            claims.at_least(
+                look.whole[0],
+                0.95,
+                "K = V = h_i = [k_i; v_i], with the query [q; 0], retrieves the value",
+                name="accuracy",
             ),
         ]
 
@@ -184,6 +193,7 @@ def check_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[s
                 1 + 1e-12,
                 "|e_ti| ≤ ‖v_a‖₁ on every draw",
                 name="max |e|/‖v_a‖₁",
+                identity=True,
             ),
             claims.at_least(
                 float(bound.ratio[bound.input_scale == 100].max()),

@@ -91,7 +91,8 @@ def check_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[s
             kinds: tuple[sm.Encoder, ...] = ("embedding", "embedding+position")
             for kind in kinds:
                 models[kind], acc[kind] = sm.run_reader("reverse", kind, seed=seed)
-            out["reverse"] = {"models": models, "acc": acc}
+            blind = sm.position_blind_ceiling(sm.held_out("reverse"))
+            out["reverse"] = {"models": models, "acc": acc, "blind": blind}
             checks["reverse"] = [
                 claims.at_least(
                     acc["embedding+position"],
@@ -101,6 +102,13 @@ def check_claims(seed: int = 0, *, parts: Sequence[str] | None = None) -> dict[s
                 ),
                 claims.at_most(
                     acc["embedding"], 0.5, "with bare embeddings it cannot", name="accuracy"
+                ),
+                claims.between(
+                    acc["embedding"],
+                    blind - 0.03,
+                    blind + 0.02,
+                    "it gets as far as a reader blind to positions can, and no further",
+                    name=f"accuracy with bare embeddings (blind reader's best {blind:.3f})",
                 ),
             ]
 

@@ -59,10 +59,12 @@ __all__ = [
     "Macs",
     "PartCounts",
     "PartTimes",
+    "QueryStep",
     "check_claims",
     "count_parts",
     "crossover_length",
     "decode_from",
+    "score_queries",
     "seq2seq_macs",
     "time_parts",
 ]
@@ -142,6 +144,62 @@ def _statement_6(seed: int) -> tuple[dict[str, Any], list[claims.Checked]]:
         ),
     ]
     return {"metrics": metrics, "beyond": beyond}, checks
+
+
+# --------------------------------------------------------------------------- statement 5
+class QueryStep(NamedTuple):
+    """One decoder step, as a spy on its scores saw it: how far the query the scores were
+    computed from lies from the state before the step, s_{t-1}, and from the one after, s_t
+    (largest absolute difference; 0 is that very state)."""
+
+    t: int
+    from_s_prev: float
+    from_s_t: float
+
+
+def score_queries(model: Any, src: Any, steps: int) -> list[QueryStep]:
+    """Greedy-decode ``src`` (1, T_x) for ``steps`` steps and record the query of every score.
+
+    A score edit that changes nothing (a spy, :class:`attnlib.models.ScoreEdit`) records the
+    query each step's scores receive; the loop keeps the decoder state before the step and
+    the one the step returns. A Bahdanau decoder (:class:`attnlib.models.BahdanauDecoder`)
+    scores with s_{t-1}: ``from_s_prev`` is 0 and ``from_s_t`` is not.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` has no Bahdanau decoder (Luong's carries another state).
+
+    See Also
+    --------
+    The chapter "True or false" (chapters/true_or_false), statement 5.
+    """
+    if not isinstance(model.decoder, BahdanauDecoder):
+        raise ValueError(
+            f"score_queries reads a Bahdanau decoder, got {type(model.decoder).__name__}"
+        )
+    seen: list[Any] = []
+
+    def spy(e: Any, *, query: Any, mask: Any) -> Any:
+        seen.append(query.detach().clone())
+        return e
+
+    out = []
+    with torch.no_grad():
+        h, final, mask = model.encode(src)
+        mem = model.decoder.memory(h, final, mask, edit=spy)
+        s = model.decoder.init_state(final)
+        y = torch.full((src.shape[0],), BOS_ID, dtype=torch.long)
+        never = torch.zeros(model.tgt_vocab_size)
+        never[[PAD_ID, BOS_ID]] = float("-inf")
+        for t in range(1, steps + 1):
+            logits, s_t, _ = model.decoder.step(y, s, mem)
+            query = seen[-1]
+            out.append(
+                QueryStep(t, float((query - s).abs().max()), float((query - s_t).abs().max()))
+            )
+            y, s = (logits + never).argmax(dim=-1), s_t
+    return out
 
 
 # --------------------------------------------------------------------------- statement 9

@@ -1128,9 +1128,10 @@ def feature_markdown(by_cut: Mapping[int, Mapping[str, FeatureRow]]) -> str:
 def draw_alignments(items: Sequence[Aligned], *, ncols: int = 2) -> Figure:
     """Heatmaps of α with the entropy H_t beside each, ``ncols`` sentences to a row.
 
-    Every heatmap shares the colour scale [0, 1]; the bars are H_t in nats with
-    the ceiling log T_x dashed (:func:`attnlib.plots.heatmap_entropy`). The figure is at
-    most ``plots.MAX_SCALED_WIDTH`` wide, so its text stays readable on the website.
+    Every heatmap shares the colour scale [0, 1], read off one colour bar under the figure;
+    the bars are H_t in nats with the ceiling log T_x dashed
+    (:func:`attnlib.plots.heatmap_entropy`). The figure is at most ``plots.MAX_SCALED_WIDTH``
+    wide, so its text stays readable on the website.
     """
     import matplotlib.pyplot as plt
 
@@ -1147,6 +1148,7 @@ def draw_alignments(items: Sequence[Aligned], *, ncols: int = 2) -> Figure:
         figsize=(width, nrows * (1.4 + 0.42 * T_y)),
         width_ratios=[max(T_x, 3), 2.5] * ncols,
     )  # fmt: skip
+    image = None
     for k in range(nrows * ncols):
         r, c = divmod(k, ncols)
         ax_map, ax_h = axes[r, 2 * c], axes[r, 2 * c + 1]
@@ -1155,5 +1157,10 @@ def draw_alignments(items: Sequence[Aligned], *, ncols: int = 2) -> Figure:
             ax_h.set_visible(False)
             continue
         it = items[k]
-        plots.heatmap_entropy(it.alpha, it.src, it.out, axes=(ax_map, ax_h), colorbar=False)
+        image, _ = plots.heatmap_entropy(
+            it.alpha, it.src, it.out, axes=(ax_map, ax_h), colorbar=False
+        )
+    assert image is not None  # items is not empty
+    bar = fig.colorbar(image, ax=axes, location="bottom", shrink=0.5, aspect=30)
+    bar.set_label("$\\alpha_{ti}$ (the same scale in every heatmap)")
     return fig

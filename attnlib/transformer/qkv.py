@@ -419,12 +419,13 @@ def additive_bound(
 # --------------------------------------------------------------------------- experiment 4
 @dataclass(frozen=True)
 class Lookup:
-    """A key-value memory read three ways; each field is (accuracy, mean cosine to the target)."""
+    """A key-value memory read five ways; each field is (accuracy, mean cosine to the target)."""
 
     separate: tuple[float, float]  # keys k_i, values v_i: attention on the keys, mix the values
     shared_values: tuple[float, float]  # one vector per slot, the value: K = V = values
     shared_keys: tuple[float, float]  # one vector per slot, the key: K = V = keys
     projected: tuple[float, float]  # one vector h_i = [k_i; v_i], keys U_a h_i = k_i, values h_i
+    whole: tuple[float, float]  # one vector h_i = [k_i; v_i] as K = V, read with the query [q; 0]
     slots: int
     d: int
     queries: int
@@ -449,7 +450,10 @@ def lookup(
     is found, but what comes back is its key, not its value). A fourth memory stores one
     vector per slot, h_i = [k_i; v_i], as an encoder state could, and reads it as Bahdanau's step
     does: keys U_a h_i with U_a = [I 0] (which keeps the k_i half), values h_i (the read is
-    scored on the v_i half of the context).
+    scored on the v_i half of the context). A fifth reads that same memory with no projection,
+    K = V = h_i as in Luong's dot score, and a query [q; 0] whose zeros leave the v_i half out
+    of the score (scaled by √(2d), the query's own size; scored on the v_i half too): one
+    vector serves as key and value when it holds both and something picks the part matched.
 
     See Also
     --------
@@ -463,9 +467,9 @@ def lookup(
     q = keys[rows, target][:, None, :] + noise * rng.normal(size=(queries, 1, d))
 
     def read(
-        K: FloatArray, V: FloatArray, part: slice = slice(None)
+        K: FloatArray, V: FloatArray, part: slice = slice(None), query: FloatArray = q
     ) -> tuple[tuple[float, float], FloatArray]:
-        att = scaled_dot_product_attention(q, K, V)
+        att = scaled_dot_product_attention(query, K, V)
         c = att.context[:, 0, part]  # (queries, d)
         cos = _cosine(c[:, None, :], values)  # (queries, slots)
         acc = float(np.mean(cos.argmax(axis=1) == target))
@@ -477,11 +481,14 @@ def lookup(
     h = np.concatenate([keys, values], axis=-1)  # (queries, slots, 2d): one vector per slot
     U_a = np.concatenate([np.eye(d), np.zeros((d, d))], axis=1)  # (d, 2d): keeps the k_i half
     projected, _ = read(h @ U_a.T, h, slice(d, None))
+    padded = np.concatenate([q, np.zeros_like(q)], axis=-1)  # [q; 0]: matches the k_i half only
+    whole, _ = read(h, h, slice(d, None), padded)
     return Lookup(
         separate,
         shared_values,
         shared_keys,
         projected,
+        whole,
         slots,
         d,
         queries,

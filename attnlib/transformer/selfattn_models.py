@@ -44,7 +44,9 @@ __all__ = [
     "Tagger",
     "accuracy",
     "fit",
+    "held_out",
     "make_sequences",
+    "position_blind_ceiling",
 ]
 
 Encoder = Literal["embedding", "embedding+position", "self-attention", "rnn"]
@@ -341,6 +343,23 @@ def accuracy(model: nn.Module, data: Sequences) -> float:
     return float((pred[keep] == data.y[keep]).float().mean())
 
 
+def position_blind_ceiling(data: Sequences) -> float:
+    """The best held-out accuracy of a reader that sees which letters a string holds, not where.
+
+    For the reversal task every target is one of the string's own letters, at a place such a
+    reader cannot see; given the letters, the target is ``a`` with probability count(a)/T, so
+    its best answer at every step is the string's most frequent letter, right count/T of the
+    time. Returned: that share over ``data`` (exact, no sampling). It is the level a model
+    whose states carry no position can reach, well above guessing one of K letters.
+
+    See Also
+    --------
+    The chapter "Transformers and self-attention" (chapters/self_attention).
+    """
+    counts = torch.stack([torch.bincount(row, minlength=data.vocab) for row in data.x])
+    return float((counts.max(dim=1).values / data.x.shape[1]).mean())
+
+
 # --------------------------------------------------------------- the chapter's experiments
 #: Sizes and budgets of the chapter's experiments (tiny: every training takes about a second).
 SETUP: dict[str, dict[str, float]] = {
@@ -357,6 +376,12 @@ def _split(name: SequenceTask) -> tuple[Sequences, Sequences]:
     train = make_sequences(name, N_TRAIN, T=int(s["T"]), K=int(s["K"]), seed=0)
     test = make_sequences(name, N_TEST, T=int(s["T"]), K=int(s["K"]), seed=1)
     return train, test
+
+
+def held_out(name: SequenceTask) -> Sequences:
+    """The held-out sequences of experiment ``name`` (:data:`SETUP`), which its models are
+    scored on."""
+    return _split(name)[1]
 
 
 def run_reader(name: SequenceTask, kind: Encoder, seed: int = 0) -> tuple[Reader, float]:

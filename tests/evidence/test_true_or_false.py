@@ -12,6 +12,7 @@ import torch
 
 from attnlib.evidence import true_or_false as tf
 from attnlib.models import make_seq2seq
+from attnlib.pretrained import load
 
 
 def _tiny(decoder: str = "bahdanau", encoder: str = "birnn", seed: int = 0):
@@ -122,3 +123,19 @@ def test_the_parts_run_alone():
     assert "permute" not in got
     with pytest.raises(ValueError, match="parts must be among"):
         tf.check_claims(parts=["statement_8"])
+
+
+def test_the_spy_sees_every_score_computed_from_the_state_before_the_step() -> None:
+    rev = load("reverse")
+    src = torch.tensor([rev.task.src_vocab.encode(rev.task.test[0][0])])
+    steps = tf.score_queries(rev.model, src, steps=5)
+    assert [q.t for q in steps] == [1, 2, 3, 4, 5]
+    assert all(q.from_s_prev == 0.0 for q in steps)
+    assert all(q.from_s_t > 0.01 for q in steps)
+
+
+def test_the_spy_refuses_a_decoder_that_carries_another_state() -> None:
+    luong = load("dates_luong")
+    src = torch.tensor([luong.task.src_vocab.encode(luong.task.test[0][0])])
+    with pytest.raises(ValueError, match="Bahdanau decoder, got LuongDecoder"):
+        tf.score_queries(luong.model, src, steps=2)

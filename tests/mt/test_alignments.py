@@ -401,7 +401,10 @@ def test_align_keeps_alpha_with_the_tokens_that_label_it() -> None:
     assert mine.references == ()
     assert mine.src[1] == tb.UNK
     fig = ma.draw_alignments([*items[:3], mine], ncols=2)
-    assert sum(ax.get_visible() for ax in fig.axes) == 8  # 4 heatmaps, 4 entropy panels
+    # 4 heatmaps, 4 entropy panels and the colour bar they share
+    assert sum(ax.get_visible() for ax in fig.axes) == 9
+    (bar,) = [ax for ax in fig.axes if "same scale" in ax.get_xlabel()]
+    assert bar.get_xlim() == (0.0, 1.0)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -197,3 +197,23 @@ def test_the_lookup_needs_separate_keys_and_values():
     assert r.shared_keys[0] < 0.3
     assert r.weight_on_target > 0.8
     assert r.projected == pytest.approx(r.separate, abs=1e-12)  # the same scores, the same reads
+
+
+def test_one_vector_that_holds_key_and_value_serves_as_both_when_the_query_picks_the_key():
+    """K = V = [k_i; v_i] with no projection: the query [q; 0] matches the k_i half only (its
+    weights are those of q against the keys k_i, at the scale of the longer query), and the v_i
+    half of what comes back is the value."""
+    r = qkv.lookup(queries=200)
+    assert r.whole[0] > 0.95
+    assert r.whole[1] > 0.9  # cosine to the target value
+    rng = np.random.default_rng(0)
+    k, v = rng.normal(size=(8, 16)), rng.normal(size=(8, 16))
+    h = np.concatenate([k, v], axis=1)
+    padded = np.concatenate([k[3], np.zeros(16)])[None]
+    picked = qkv.scaled_dot_product_attention(padded, h, h).weights[0]
+    np.testing.assert_allclose(
+        picked,
+        qkv.scaled_dot_product_attention(k[3][None], k, v, scale=np.sqrt(32)).weights[0],
+        atol=1e-12,
+    )
+    assert picked.argmax() == 3
