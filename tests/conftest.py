@@ -11,6 +11,7 @@ parametrised cases, that takes more than about a second or needs the built site 
 from __future__ import annotations
 
 import hashlib
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,10 @@ SEED_GROUPS = {1: "seed-1", 2: "seed-2"}
 REPORT = ROOT / "_build" / "test-report.xml"
 
 
+#: The "@group" ending :func:`_schedule` gives a grouped test's id, as the JUnit report writes it.
+GROUP_SUFFIX = re.compile(r"@[\w:.\-]+\]?$")
+
+
 def _last_durations() -> dict[str, float]:
     """Each test's duration in the last report, by ``path::name`` (empty without a report)."""
     import xml.etree.ElementTree as ET
@@ -264,25 +269,22 @@ def _last_durations() -> dict[str, float]:
         path = "/".join(
             module[: next((k for k, m in enumerate(module) if m.startswith("test_")), 0) + 1]
         )
-        name = case.get("name", "")
-        groups = {*GROUPED.values(), *GROUPED_TESTS.values(), *SEED_GROUPS.values()}
-        for group in groups:  # see _schedule: a grouped
-            # test's id ends in "@group", which the report writes "test@group" or, with a
-            # parameter, "test[param]@group]"
-            for suffix in (f"@{group}]", f"@{group}"):
-                if name.endswith(suffix):
-                    name = name.removesuffix(suffix)
-                    break
+        # see _schedule: a grouped test's id ends in "@group", which the report writes
+        # "test@group" or, with a parameter, "test[param]@group]"
+        name = GROUP_SUFFIX.sub("", case.get("name", ""))
         out[f"{path}.py::{name}"] = float(case.get("time") or 0.0)
     return out
 
 
 def _group(item: pytest.Item) -> str | None:
-    """The xdist group of a test: its module's in GROUPED, its own in GROUPED_TESTS, or its
-    seed's in SEED_GROUPS."""
+    """The xdist group of a test: its seed's in SEED_GROUPS, the one its module marks it with,
+    its module's in GROUPED, or its own in GROUPED_TESTS."""
     if item.path.name == "test_seeds.py":
         seed = getattr(item, "callspec", None) and item.callspec.params.get("seed")
         return SEED_GROUPS.get(seed) if isinstance(seed, int) else None
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:  # a group its module gives (tests/site/site_tabs.py, on_one_worker)
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
     function = getattr(item, "originalname", item.name)
     return GROUPED.get(item.path.name) or GROUPED_TESTS.get(f"{item.path.name}::{function}")
 

@@ -14,6 +14,12 @@ The second half does the same for attnlib.explorables.sliders' slider explorers 
 softmax and entropy): each slider dragged by mouse and moved by keyboard, the figure compared before and after and read
 back (bar heights through the axis ticks, the heatmap's frame, the texts) against attnlib.core for
 the values the sliders show; screenshots before and after go to tests/_artifacts/explorables/.
+
+Each page is loaded once per (page, width, mode) and process, in the tab of its width and mode
+(``tests/site/site_tabs.py``), and handed to each test of that state as it was loaded: the
+controls a test moved are set back as a reader would set them and the result checked against the
+page as loaded, or the page is loaded anew (and always after a test failed on it). The tests of a
+state run one after the other and, under ``--dist loadgroup``, on one worker (``xdist_group``).
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from site_tabs import Tabs, on_one_worker
 from test_site import (
     BACKSTOP_MS,
+    SITE,  # the built site: _build/html, or $SITE_DIR
     browser,  # noqa: F401  (the headless Chromium fixture, shared)
 )
 
@@ -41,7 +49,6 @@ from attnlib.explorables import drag as explorable
 from attnlib.explorables.drag import AttentionDrag, attention_step
 from conftest import ROOT
 
-SITE = ROOT / "_build" / "html"
 PAGE = "chapters/score_functions.html"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 TOL = 1e-6
@@ -277,8 +284,63 @@ def site() -> Iterator[str]:
         httpd.server_close()
 
 
+#: How a test finds the page it is handed: the widget's controls, where the focus is, where the
+#: page is scrolled. With what the widget draws (``geometry``), it tells a page as it was opened
+#: from one a test has changed.
+JS_PAGE_STATE = """
+(root) => ({
+  controls: [...root.querySelectorAll('input')].map(c => [c.type, c.value, c.checked]),
+  focused: document.activeElement === document.body || document.activeElement === null,
+  scroll: [window.scrollX, window.scrollY],
+})
+"""
+
+#: Back to the page as it was opened (``state``: JS_PAGE_STATE then): the focus let go, each slider
+#: and radio button set to its first value the way a reader moves it (an input or change event,
+#: which the widget redraws for), the widget's record of moves emptied, the page scrolled back.
+JS_RESTORE = """
+([root, state]) => {
+  if (document.activeElement && document.activeElement !== document.body) {
+    document.activeElement.blur();
+  }
+  [...root.querySelectorAll('input')].forEach((c, k) => {
+    const [type, value, checked] = state.controls[k] || [];
+    if (type !== c.type) return;
+    if (type === 'radio' && checked && !c.checked) {
+      c.checked = true;
+      c.dispatchEvent(new Event('change', {bubbles: true}));
+    } else if (type === 'range' && c.value !== value) {
+      c.value = value;
+      c.dispatchEvent(new Event('input', {bubbles: true}));
+    }
+  });
+  for (const handle of [root.attnExplorable, root.xpSliders]) if (handle) handle.costs.length = 0;
+  window.scrollTo(...state.scroll);
+}
+"""
+
+#: The box of an element brought into view, in the viewport's pixels (a screenshot's clip).
+JS_INTO_VIEW = """
+(el) => {
+  el.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const r = el.getBoundingClientRect();
+  const x = Math.floor(r.left), y = Math.floor(r.top);
+  return {x, y, width: Math.ceil(r.right) - x, height: Math.ceil(r.bottom) - y};
+}
+"""
+
+
 class Explorable:
-    """The chapter page opened offline at one width and colour mode; ``root`` is the widget."""
+    """The chapter page opened offline at one width and colour mode; ``root`` is the widget.
+
+    The page is loaded in the tab of its width and mode (``tabs``, :mod:`site_tabs`; a tab of its
+    own without), once per (page, width, mode) and process, and handed to every test of that
+    state (:func:`handed_over`): :meth:`restore` brings it back to how it was opened before each
+    test, so that no test depends on what another did to the page, or on whether it ran before.
+    """
+
+    #: What of the widget :meth:`figure_png` photographs.
+    FIGURE = "svg"
 
     def __init__(
         self,
@@ -290,65 +352,123 @@ class Explorable:
         page: str = PAGE,
         ready: str = ".attn-drag circle.attn-drag__s",
         root: str = ".attn-drag",
+        tabs: Tabs | None = None,
     ) -> None:
         self.label = f"{width}px-{mode}"
-        self.problems: list[str] = []
-        self.context = chromium.new_context(
-            viewport={"width": width, "height": 900}, service_workers="block"
-        )
-        self.context.set_default_timeout(BACKSTOP_MS)  # every wait below ends on an event
-        self.context.set_default_navigation_timeout(BACKSTOP_MS)
-        self.context.route("**/*", lambda route: self._route(route, base))
-        self.context.add_init_script(f"localStorage.setItem('mode', '{mode}');")
-        self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
-        self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught: {exc}"))
-        self.page.on("requestfailed", lambda r: self.problems.append(f"failed: {r.url}"))
-        self.page.goto(base + page, wait_until="commit")
-        self.page.wait_for_selector(ready)  # the widget drawn
-        # the page settled: loaded, and MathJax done typesetting (a busy page lays out slowly)
-        self.page.wait_for_load_state("load")
-        self.page.wait_for_function(
-            """() => {
-                 if (!window.MathJax || !MathJax.startup) return true;
-                 MathJax.startup.promise.then(() => { window.__attnTypeset = true; });
-                 return window.__attnTypeset === true;
-               }""",
-        )
-        self.root = self.page.query_selector(root)
-        self.root.scroll_into_view_if_needed()
-        theme = self.page.evaluate("document.documentElement.dataset.theme")
-        assert theme == mode, f"expected the page in {mode} mode, got {theme}"
+        self.rel, self.window, self.mode = page, (width, 900), mode
+        self._ready, self._root = ready, root
+        self._own_tabs = tabs is None
+        self.tabs = Tabs(chromium, base) if tabs is None else tabs
+        self._open()
 
-    def _route(self, route: Any, base: str) -> None:
-        if route.request.url.startswith(base):
-            route.continue_()
-        else:
-            self.problems.append(f"request outside the site (blocked): {route.request.url}")
-            route.abort("blockedbyclient")
+    def _open(self) -> None:
+        """Load the page (again) in its tab: settled (:meth:`Tabs.open`: widgets drawn, MathJax
+        done, in colour ``mode``), the widget scrolled into view; what went wrong while loading
+        is kept in ``loading_problems``."""
+        self.tab = self.tabs.open(self.rel, self.window, self.mode)
+        self._load = self.tab.loads
+        self.page = self.tab.page
+        self.page.wait_for_selector(self._ready)  # the widget drawn
+        self.root = self.page.query_selector(self._root)
+        self.root.scroll_into_view_if_needed()
+        self.loading_problems = list(self.tab.problems)
+        self.opened = self.snapshot()
+        #: Set when a test failed on the page: the next one gets it loaded anew.
+        self.spoiled = False
+        #: Whether a test has had the page since it was (re)loaded.
+        self.handed = False
+
+    @property
+    def problems(self) -> list[str]:
+        """What went wrong on the page: loading it, and since the test began (console errors,
+        uncaught exceptions, failed requests, requests outside the site, blocked)."""
+        return self.tab.problems
 
     def geometry(self) -> dict:
         return self.page.evaluate(JS_GEOMETRY, self.root)
 
+    def snapshot(self) -> dict:
+        """What tells this page from the page as it was opened: its controls, focus and scroll
+        (JS_PAGE_STATE) and what the widget draws (:meth:`geometry`)."""
+        return {"page": self.page.evaluate(JS_PAGE_STATE, self.root), "drawn": self.geometry()}
+
+    def restore(self) -> None:
+        """The page as it was opened, for the next test: the controls set back as a reader
+        would, the focus let go, the mouse out of the window, the page scrolled back; loaded
+        anew if that does not give the opened state, if a test failed on it or if its tab has
+        loaded another page since. Only what went wrong while loading stays in ``problems``."""
+        if self.tab.loads != self._load:
+            self._open()
+        elif self.spoiled:
+            self.page.mouse.up()  # were a button left down
+            self._open()
+        elif self.handed:
+            self.page.mouse.move(-1, -1)  # out of the window: nothing hovered
+            if self.snapshot() != self.opened:
+                self.page.evaluate(JS_RESTORE, [self.root, self.opened["page"]])
+                if self.snapshot() != self.opened:
+                    self._open()
+        self.handed = True
+        self.tab.problems = list(self.loading_problems)
+
     def figure_png(self) -> bytes:
-        return self.root.query_selector("svg").screenshot()
+        """The figure as drawn on screen (brought into view first)."""
+        figure = self.root.query_selector(self.FIGURE)
+        return self.page.screenshot(clip=self.page.evaluate(JS_INTO_VIEW, figure))
 
     def close(self) -> None:
-        self.context.close()
+        """Close the page's tab if it has its own (the module's tabs close with the module)."""
+        if self._own_tabs:
+            self.tabs.close()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[(1280, "light"), (390, "dark"), (1280, "dark"), (390, "light")],
-    ids=lambda p: f"{p[0]}px-{p[1]}",
-)
-def explorable_page(request: Any, browser: Any, site: str) -> Iterator[Explorable]:  # noqa: F811
-    width, mode = request.param
-    page = Explorable(browser, site, width, mode)
+def handed_over(request: pytest.FixtureRequest, ex: Explorable) -> Iterator[Any]:
+    """``ex`` as it was opened, for one test (the body of the function-scoped fixtures that hand
+    a module's pages to its tests); after a failed test, the page is loaded anew for the next."""
+    ex.restore()
+    failed = request.session.testsfailed
+    yield ex
+    if request.session.testsfailed > failed:  # this test's report is in (teardown comes after)
+        ex.spoiled = True
+
+
+@pytest.fixture(scope="module")
+def tabs(browser: Any, site: str) -> Iterator[Tabs]:  # noqa: F811
+    """One tab per width and colour mode, in which the module loads its pages (:mod:`site_tabs`)."""
+    shared = Tabs(browser, site)
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+#: The (width, colour mode) pairs every explorable is tested at: a desktop and a phone, each mode.
+LOOKS = ((1280, "light"), (390, "dark"), (1280, "dark"), (390, "light"))
+
+
+def kept_open(page: Explorable) -> Iterator[Explorable]:
+    """``page`` for the module's tests, closed after them (the body of the module fixtures)."""
     try:
         yield page
     finally:
         page.close()
+
+
+@pytest.fixture(
+    scope="module",
+    params=[on_one_worker(look, f"front-ends:{look[0]}px-{look[1]}") for look in LOOKS],
+)
+def opened_explorable(request: Any, browser: Any, site: str, tabs: Tabs) -> Iterator[Explorable]:  # noqa: F811
+    """score_functions' explorable at one width and mode, opened once per module and process."""
+    width, mode = request.param
+    yield from kept_open(Explorable(browser, site, width, mode, tabs=tabs))
+
+
+@pytest.fixture
+def explorable_page(
+    request: pytest.FixtureRequest, opened_explorable: Explorable
+) -> Iterator[Explorable]:
+    yield from handed_over(request, opened_explorable)
 
 
 def _to_data(geometry: dict) -> tuple[Any, Any]:
@@ -491,19 +611,21 @@ def test_every_control_works_by_keyboard_and_is_labelled(explorable_page: Explor
         (s0, ["End"], lambda g0, g: g["sliders"][0] == pytest.approx(3.0)),
         (beta, ["Home"], lambda g0, g: g["sliders"][2] == 0.0),
     ]
+    # what the figure and the controls show before each step: after the one before it
+    after, png_after = ex.geometry(), ex.figure_png()
     for control, keys, expected in steps:
-        before, png_before = ex.geometry(), ex.figure_png()
+        before, png_before = after, png_after
         # the score's radio group: arrow keys move from the checked radio to the other
         (control or (dot if before["score"] == "dot" else additive)).focus()
         for key in keys:
             page.keyboard.press(key)
-        after = ex.geometry()
+        after, png_after = ex.geometry(), ex.figure_png()
         what = (
             f"{keys[0]} ×{len(keys)}: {before['sliders']} -> {after['sliders']}, {after['score']}"
         )
         assert expected(before, after), what
         _check_drawn(after, what)
-        assert ex.figure_png() != png_before, f"{what}: the figure did not change"
+        assert png_after != png_before, f"{what}: the figure did not change"
     # β = 0: every weight 1/T_x, c_t the mean of the h_i
     np.testing.assert_allclose(after["data"]["alpha"], 0.25, atol=TOL)
     assert not ex.problems, ex.problems
@@ -523,9 +645,12 @@ def test_the_explorable_is_accessible(explorable_page: Explorable) -> None:
     _assert_axe_finds_nothing(explorable_page, ".attn-drag")
 
 
-def measure_moves(ex: Explorable, moves: int = 120) -> dict[str, list[float]]:
+def measure_moves(
+    ex: Explorable, moves: int = 120, *, layout: bool = True
+) -> dict[str, list[float]]:
     """Per-move cost in ms: real mouse moves (the widget's own ``performance.now()`` timing of
-    event -> redrawn figure) and scripted slider moves with style and layout forced."""
+    event -> redrawn figure) and, if ``layout``, scripted slider moves with style and layout
+    forced (the benchmark's second row; the tests read only the mouse moves)."""
     ex.page.evaluate("(r) => { r.attnExplorable.costs.length = 0; }", ex.root)
     g = ex.geometry()
     start = ex.page.evaluate(JS_TO_SCREEN, [ex.root, *g["s"]])
@@ -537,15 +662,16 @@ def measure_moves(ex: Explorable, moves: int = 120) -> dict[str, list[float]]:
     ex.page.mouse.move(*other, steps=moves - moves // 2)
     ex.page.mouse.up()
     mouse = ex.page.evaluate("(r) => r.attnExplorable.costs.slice()", ex.root)
-    layout = ex.page.evaluate(JS_LAYOUT_COST, [ex.root, moves])
-    return {"mouse": mouse, "layout": layout}
+    if not layout:
+        return {"mouse": mouse}
+    return {"mouse": mouse, "layout": ex.page.evaluate(JS_LAYOUT_COST, [ex.root, moves])}
 
 
 @pytest.mark.slow
 def test_a_mouse_drag_is_handled_move_by_move(explorable_page: Explorable) -> None:
     """Most of 120 mouse moves reach the widget as moves it redraws for (its own record of each,
     which bench/bench_explorable.py times; the time of a move is a benchmark, not a test)."""
-    moves = measure_moves(explorable_page)
+    moves = measure_moves(explorable_page, layout=False)
     assert len(moves["mouse"]) >= 60, f"only {len(moves['mouse'])} of 120 mouse moves were handled"
 
 
@@ -683,7 +809,18 @@ def _saved_state(view: str) -> dict:
 
 
 class SliderExplorer(Explorable):
-    def __init__(self, chromium: Any, base: str, width: int, mode: str, view: str) -> None:
+    FIGURE = ".xp-sl__figure"
+
+    def __init__(
+        self,
+        chromium: Any,
+        base: str,
+        width: int,
+        mode: str,
+        view: str,
+        *,
+        tabs: Tabs | None = None,
+    ) -> None:
         super().__init__(
             chromium,
             base,
@@ -692,6 +829,7 @@ class SliderExplorer(Explorable):
             page=SLIDER_PAGES[view],
             ready=f".xp-sl--{view} rect.xp-sl__bar",
             root=f".xp-sl--{view}",
+            tabs=tabs,
         )
         self.view = view
         self.label = f"{view}-{width}px-{mode}"
@@ -700,9 +838,6 @@ class SliderExplorer(Explorable):
     def geometry(self) -> dict:
         return self.page.evaluate(JS_SLIDER_GEOMETRY, self.root)
 
-    def figure_png(self) -> bytes:
-        return self.root.query_selector(".xp-sl__figure").screenshot()
-
     def sliders(self) -> list[Any]:
         return self.root.query_selector_all("input[type=range]")
 
@@ -710,19 +845,22 @@ class SliderExplorer(Explorable):
 @pytest.fixture(
     scope="module",
     params=[
-        (view, width, mode)
+        on_one_worker((view, width, mode), f"front-ends:{view}-{width}px-{mode}")
         for view in SLIDER_PAGES
-        for width, mode in ((1280, "light"), (390, "dark"), (1280, "dark"), (390, "light"))
+        for width, mode in LOOKS
     ],
-    ids=lambda p: f"{p[0]}-{p[1]}px-{p[2]}",
 )
-def slider_page(request: Any, browser: Any, site: str) -> Iterator[SliderExplorer]:  # noqa: F811
+def opened_slider(request: Any, browser: Any, site: str, tabs: Tabs) -> Iterator[SliderExplorer]:  # noqa: F811
+    """A slider explorer at one width and mode, opened once per module and process."""
     view, width, mode = request.param
-    page = SliderExplorer(browser, site, width, mode, view)
-    try:
-        yield page
-    finally:
-        page.close()
+    yield from kept_open(SliderExplorer(browser, site, width, mode, view, tabs=tabs))
+
+
+@pytest.fixture
+def slider_page(
+    request: pytest.FixtureRequest, opened_slider: SliderExplorer
+) -> Iterator[SliderExplorer]:
+    yield from handed_over(request, opened_slider)
 
 
 def _bar_values(panel: dict) -> np.ndarray:
@@ -845,11 +983,12 @@ def _thumb_x(box: dict, lo: float, hi: float, value: float) -> float:
 @pytest.mark.slow
 def test_dragging_each_slider_by_mouse_moves_the_figure(slider_page: SliderExplorer) -> None:
     ex = slider_page
-    png_first = ex.figure_png()
-    first = ex.geometry()
+    first, png_first = ex.geometry(), ex.figure_png()
+    # what the figure and the sliders show before each drag: after the one before it
+    after, png_after = first, png_first
     for k, slider in enumerate(ex.sliders()):
+        before, png_before = after, png_after
         slider.scroll_into_view_if_needed()
-        before, png_before = ex.geometry(), ex.figure_png()
         lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
         value = before["sliders"][k]
         target = lo + 0.8 * (hi - lo) if value < (lo + hi) / 2 else lo + 0.15 * (hi - lo)
@@ -859,13 +998,13 @@ def test_dragging_each_slider_by_mouse_moves_the_figure(slider_page: SliderExplo
         ex.page.mouse.down()
         ex.page.mouse.move(_thumb_x(box, lo, hi, target), y, steps=12)
         ex.page.mouse.up()
-        after = ex.geometry()
+        after, png_after = ex.geometry(), ex.figure_png()
         where = f"slider {k}: {value} -> {after['sliders'][k]} (aimed at {target:.2f})"
         step = float(slider.get_attribute("step"))
         assert abs(after["sliders"][k] - target) <= max(1.01 * step, 0.04 * (hi - lo)), where
         _check_slider_drawn(ex, after, where)
-        assert ex.figure_png() != png_before, f"{where}: the figure did not change"
-    png_last = ex.figure_png()
+        assert png_after != png_before, f"{where}: the figure did not change"
+    png_last = png_after
     # For review (not committed): the figure before and after the drags, per width and mode.
     shots = ROOT / "tests" / "_artifacts" / "explorables"
     shots.mkdir(parents=True, exist_ok=True)
@@ -887,6 +1026,8 @@ def test_every_slider_works_by_keyboard_and_is_labelled(slider_page: SliderExplo
     assert len(sliders) == len(names)
     for name in names:  # the accessible name comes from the <label>
         assert page.get_by_role("slider", name=name, exact=True).count() == 1, name
+    # what the figure and the sliders show before each step: after the one before it
+    after, png_after = ex.geometry(), ex.figure_png()
     for k, slider in enumerate(sliders):
         lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
         step = float(slider.get_attribute("step"))
@@ -896,17 +1037,17 @@ def test_every_slider_works_by_keyboard_and_is_labelled(slider_page: SliderExplo
             (["End"], lambda v0: hi),  # noqa: B023
             (["ArrowLeft"], lambda v0: hi - step),  # noqa: B023
         ):
-            before, png_before = ex.geometry(), ex.figure_png()
+            before, png_before = after, png_after
             slider.focus()
             for key in keys:
                 page.keyboard.press(key)
-            after = ex.geometry()
+            after, png_after = ex.geometry(), ex.figure_png()
             v0, v1 = before["sliders"][k], after["sliders"][k]
             where = f"slider {k}, {keys[0]} ×{len(keys)}: {v0} -> {v1}"
             assert v1 == pytest.approx(expect(v0), abs=1e-9), where
             _check_slider_drawn(ex, after, where)
             if v1 != v0:
-                assert ex.figure_png() != png_before, f"{where}: the figure did not change"
+                assert png_after != png_before, f"{where}: the figure did not change"
     if ex.view == "step":
         assert sliders[0].get_attribute("aria-valuetext").startswith("step ")
     assert not ex.problems, ex.problems
@@ -926,9 +1067,12 @@ def test_slider_explorer_is_accessible(slider_page: SliderExplorer) -> None:
     assert not ex.problems, ex.problems
 
 
-def measure_slider_moves(ex: SliderExplorer, moves: int = 120) -> dict[str, list[float]]:
+def measure_slider_moves(
+    ex: SliderExplorer, moves: int = 120, *, layout: bool = True
+) -> dict[str, list[float]]:
     """Per-move cost in ms: a real mouse drag of the first slider (the widget's own timing of
-    input event -> redrawn figure) and scripted moves with style and layout forced."""
+    input event -> redrawn figure) and, if ``layout``, scripted moves with style and layout
+    forced (the benchmark's second row; the tests read only the mouse moves)."""
     ex.page.evaluate("(r) => { r.xpSliders.costs.length = 0; }", ex.root)
     slider = ex.sliders()[0]
     slider.scroll_into_view_if_needed()
@@ -943,15 +1087,16 @@ def measure_slider_moves(ex: SliderExplorer, moves: int = 120) -> dict[str, list
         ex.page.mouse.move(_thumb_x(box, lo, hi, lo + frac * (hi - lo)), y)
     ex.page.mouse.up()
     mouse = ex.page.evaluate("(r) => r.xpSliders.costs.slice()", ex.root)
-    layout = ex.page.evaluate(JS_SLIDER_LAYOUT_COST, [ex.root, moves])
-    return {"mouse": mouse, "layout": layout}
+    if not layout:
+        return {"mouse": mouse}
+    return {"mouse": mouse, "layout": ex.page.evaluate(JS_SLIDER_LAYOUT_COST, [ex.root, moves])}
 
 
 @pytest.mark.slow
 def test_a_slider_drag_is_handled_move_by_move(slider_page: SliderExplorer) -> None:
     """A drag over the whole range changes the slider many times, each change a redraw the widget
     records (bench/bench_explorable.py times them; the time is a benchmark, not a test)."""
-    moves = measure_slider_moves(slider_page)
+    moves = measure_slider_moves(slider_page, layout=False)
     # a drag over a slider with few values (the step slider) fires one event per new value only
     assert len(moves["mouse"]) >= 5, f"only {len(moves['mouse'])} mouse moves changed the slider"
 
@@ -1254,20 +1399,58 @@ def test_the_built_translate_page_carries_the_current_front_end() -> None:
         )
 
 
+class TranslateForm(Explorable):
+    """real_alignments' translate form, drawn from its saved state (no kernel)."""
+
+    FIGURE = "img.xp-tr__figure"
+
+    def __init__(
+        self, chromium: Any, base: str, width: int, mode: str, *, tabs: Tabs | None = None
+    ) -> None:
+        super().__init__(
+            chromium,
+            base,
+            width,
+            mode,
+            page=TRANSLATE_PAGE,
+            ready=".xp-tr img[src]",
+            root=".xp-tr",
+            tabs=tabs,
+        )
+
+    def geometry(self) -> dict:
+        return self.page.evaluate(JS_FORM, self.root)
+
+
 @pytest.fixture(
-    scope="module", params=[(1280, "light"), (390, "dark")], ids=lambda p: f"{p[0]}px-{p[1]}"
+    scope="module",
+    params=[
+        on_one_worker((width, mode), f"front-ends:translate-{width}px-{mode}")
+        for width, mode in ((1280, "light"), (390, "dark"))
+    ],
 )
-def translate_page(request: Any, browser: Any, site: str) -> Iterator[Explorable]:  # noqa: F811
+def opened_translate(
+    request: Any,
+    browser: Any,  # noqa: F811
+    site: str,
+    tabs: Tabs,
+) -> Iterator[TranslateForm]:
+    """The translate form's page at one width and mode, opened once per module and process."""
     if not (SITE / TRANSLATE_PAGE).is_file():
         pytest.skip(f"no built site with {TRANSLATE_PAGE}: run `make book` first")
     width, mode = request.param
-    page = Explorable(
-        browser, site, width, mode, page=TRANSLATE_PAGE, ready=".xp-tr img[src]", root=".xp-tr"
-    )
+    page = TranslateForm(browser, site, width, mode, tabs=tabs)
     try:
         yield page
     finally:
         page.close()
+
+
+@pytest.fixture
+def translate_page(
+    request: pytest.FixtureRequest, opened_translate: TranslateForm
+) -> Iterator[TranslateForm]:
+    yield from handed_over(request, opened_translate)
 
 
 @pytest.mark.slow

@@ -445,3 +445,16 @@ def test_an_answer_the_grader_gives_full_marks_passes_its_public_checks(variant)
     env = _solution_namespace(variant.exercise, (fv.defined_name(variant), variant.answer))
     result = g.student_notebook(variant.exercise).check(variant.question, env)
     assert result.passed, repr(result)
+
+
+@pytest.mark.parametrize(
+    ("question", "function"), [("q1_greedy", "greedy_decode"), ("q2_beam", "beam_decode")]
+)
+def test_a_decoder_that_returns_an_empty_list_is_told_so(question, function):
+    """Exercise 6's skeletons start from ``results = []``: a loop that never appends returns
+    ``[]``, and the learner is told that, not only that the count of rows is wrong."""
+    checks = g.notebook.NotebookChecks("06_decoding")
+    (case,) = checks.check(question, {function: lambda *args, **kwargs: []}).cases
+    assert case.status == "failed"
+    assert f"{function} returned an empty list" in case.detail, case.detail
+    assert "one list for each of the 3 rows of src" in case.detail, case.detail

@@ -142,15 +142,19 @@ class PageVisit:
         self.context.set_default_navigation_timeout(BACKSTOP_MS)
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
-        self.page.on("requestfailed", self._request_failed)
-        self.page.on("response", self._response)
+        self._watch(self.page)
+
+    def _watch(self, page: Any) -> None:
+        """Record on ``problems`` what goes wrong on ``page``, and track its requests."""
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
+        page.on("requestfailed", self._request_failed)
+        page.on("response", self._response)
         # requests under way (see settle)
         self._inflight: dict[Any, str] = {}
-        self.page.on("request", self._started)
-        self.page.on("requestfinished", self._ended)
-        self.page.on("requestfailed", self._ended)
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
 
     def _route(self, route: Any) -> None:
         url = route.request.url

@@ -14,8 +14,9 @@ Checked on ``_build/html`` (``$SITE_DIR`` for another build):
   too small to read (``NAMED_FIGURES``) are on the site, so a rename cannot take them out of it.
 
 The browser checks (Chromium, network cut) reuse the fixtures of ``tests/site/test_site.py``; each
-page is opened once and measured for all of them. The unit tests at the end check the
-extension that does the rewriting (``_ext/readable.py``) on its own.
+page is opened once per process (the pages one after the other in one tab:
+``tests/site/site_tabs.py``) and measured for all of them in one script. The unit tests at the
+end check the extension that does the rewriting (``_ext/readable.py``) on its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from site_tabs import Tabs, on_one_worker, tabs  # noqa: F401  (the fixture, used by name)
 from test_site import BOOK, NO_SITE, PAGES, SITE, PageVisit, browser, server  # noqa: F401
 
 from conftest import ROOT
@@ -132,20 +134,16 @@ MEASURE = r"""
 }
 """
 
+#: What MEASURE found on each page, by page: measured once per process, whichever test asks first.
 _MEASURED: dict[str, dict[str, Any]] = {}
 
 
-def measured(browser: Any, server: str, rel: str) -> dict[str, Any]:  # noqa: F811
-    """Open ``rel`` once (1280 × 900, offline) and measure everything this module checks."""
+def measured(tabs: Tabs, rel: str) -> dict[str, Any]:  # noqa: F811
+    """Open ``rel`` once (1280 × 900, offline, settled) and measure everything this module
+    checks (the pages are loaded one after the other in one tab: :mod:`site_tabs`)."""
     assert rel != NO_SITE, f"no built site in {SITE}: run `make book` first"
     if rel not in _MEASURED:
-        visit = PageVisit(browser, server, rel)
-        try:
-            visit.page.goto(server + rel, wait_until="load")
-            visit.settle()
-            _MEASURED[rel] = visit.page.evaluate(MEASURE)
-        finally:
-            visit.close()
+        _MEASURED[rel] = tabs.show(rel).page.evaluate(MEASURE)
     return _MEASURED[rel]
 
 
@@ -154,17 +152,28 @@ def content_pages() -> list[str]:
     return [p for p in PAGES if p != "index.html"] or [NO_SITE]
 
 
+def by_page(rels: list[str]) -> Any:
+    """Parametrize ``rel`` so that every test of a page runs with the others of that page: one
+    after the other (``scope="module"``) and on one worker (``on_one_worker``), which measures it
+    once."""
+    return pytest.mark.parametrize(
+        "rel",
+        [on_one_worker(rel, f"site-content:{rel}") if rel != NO_SITE else rel for rel in rels],
+        scope="module",
+    )
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", content_pages())
-def test_symbols_show_subscripts_not_tex(browser: Any, server: str, rel: str) -> None:  # noqa: F811
-    raw = measured(browser, server, rel)["terms"]
+@by_page(content_pages())
+def test_symbols_show_subscripts_not_tex(tabs: Tabs, rel: str) -> None:  # noqa: F811
+    raw = measured(tabs, rel)["terms"]
     assert not raw, f"{rel}: {len(raw)} glossary symbols shown as plain-text source: {raw[:10]}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", content_pages())
-def test_code_stays_within_the_column(browser: Any, server: str, rel: str) -> None:  # noqa: F811
-    m = measured(browser, server, rel)
+@by_page(content_pages())
+def test_code_stays_within_the_column(tabs: Tabs, rel: str) -> None:  # noqa: F811
+    m = measured(tabs, rel)
     wide = m["wide"]
     cells = {w["cell"] for w in wide if w["cell"] >= 0}
     assert not wide, (
@@ -203,13 +212,9 @@ def error_pages() -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", error_pages())
-def test_deliberate_errors_show_their_final_message(
-    browser: Any,  # noqa: F811
-    server: str,  # noqa: F811
-    rel: str,
-) -> None:
-    shown = measured(browser, server, rel)["errors"]
+@by_page(error_pages())
+def test_deliberate_errors_show_their_final_message(tabs: Tabs, rel: str) -> None:  # noqa: F811
+    shown = measured(tabs, rel)["errors"]
     expected = executed_errors(rel)
     assert len(shown) == len(expected), f"{rel}: {len(shown)} error cells, {len(expected)} errors"
     for k, (seen, message) in enumerate(zip(shown, expected, strict=True)):
@@ -246,11 +251,11 @@ def smallest_text_px(fig: dict[str, Any], shown: float) -> float | None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", content_pages())
-def test_figure_text_is_readable_at_1280px(browser: Any, server: str, rel: str) -> None:  # noqa: F811
+@by_page(content_pages())
+def test_figure_text_is_readable_at_1280px(tabs: Tabs, rel: str) -> None:  # noqa: F811
     """Every figure, as shown in the column (no exception for one that links to its full size)."""
     small = []
-    for fig in measured(browser, server, rel)["figures"]:
+    for fig in measured(tabs, rel)["figures"]:
         px = smallest_text_px(fig, fig["shown"])
         if px is None or px >= MIN_TEXT_PX:
             continue

@@ -14,6 +14,12 @@ Chromium with the network cut (the fixtures and :class:`PageVisit` of ``tests/si
 - "Live Code" (thebe), clicked offline, says it needs the internet and Binder instead of
   spinning forever.
 
+The pages of one width and colour mode are loaded one after the other in one tab
+(``tests/site/site_tabs.py``). A page that tests only read (accessibility, equations) is loaded
+and settled once per (page, width, mode) and process, and the tests that read it run one after
+the other (the parameter of ``look`` groups them); a test that clicks, presses a key or prints
+gets the page loaded anew, and so does the test after it.
+
 Build the site first (``make book``); every test here skips when there is no built site.
 """
 
@@ -26,24 +32,16 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-# The fixtures `browser` and `server` are used by name: importing them makes them available here.
-from test_site import (
-    AXE,
-    FAILING_IMPACTS,
-    PAGES,
-    RUN_AXE,
-    SITE,
-    WAIT_FOR_MATHJAX,
-    PageVisit,
-    browser,
-    server,
-)
+# The fixtures `browser`, `server` and `tabs` are used by name: importing them makes them
+# available here.
+from site_tabs import DESKTOP_WINDOW, PHONE_WINDOW, Tab, Tabs, on_one_worker, tabs
+from test_site import AXE, FAILING_IMPACTS, PAGES, RUN_AXE, SITE, browser, server
 
-__all__ = ["browser", "server"]  # re-exported fixtures (keeps linters from dropping the import)
+__all__ = ["browser", "server", "tabs"]  # re-exported fixtures (keeps linters from dropping them)
 
 pytestmark = pytest.mark.slow  # needs the built site: `make book` is the slow part
 
-PHONE, DESKTOP = 390, 1280
+PHONE, DESKTOP = PHONE_WINDOW[0], DESKTOP_WINDOW[0]
 MODES = ("light", "dark")
 
 
@@ -84,19 +82,47 @@ def axe_sample() -> list[str]:
     return sample or ["<none>"]
 
 
-def open_page(browser: Any, server: str, rel: str, width: int, mode: str) -> PageVisit:
-    """``rel`` opened offline at ``width`` px in colour ``mode`` (as if chosen with the button)."""
-    visit = PageVisit(browser, server, rel)
-    visit.page.set_viewport_size({"width": width, "height": 844 if width == PHONE else 900})
-    # The theme reads the reader's choice from localStorage before it draws the page.
-    visit.context.add_init_script(
-        f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');"
+def window(width: int) -> tuple[int, int]:
+    """The window of ``width`` px: a phone's or a desktop's."""
+    return PHONE_WINDOW if width == PHONE else DESKTOP_WINDOW
+
+
+def open_page(tabs: Tabs, rel: str, width: int, mode: str) -> Tab:
+    """``rel`` opened offline at ``width`` px in colour ``mode`` (as if chosen with the button),
+    settled, and loaded anew: for a test that changes the page."""
+    return tabs.open(rel, window(width), mode)
+
+
+@pytest.fixture(scope="module")
+def look(request: pytest.FixtureRequest) -> tuple[str, int, str]:
+    """(rel, width, mode) of a page that tests only read. Module-scoped, so that pytest runs the
+    tests of one page, width and mode one after the other, and the page is loaded once for them
+    (it is its parameter, ``looks``, that groups them)."""
+    _need_site()
+    assert request.param[0] != "<none>", "no pages to check"
+    return request.param
+
+
+@pytest.fixture
+def read_only_page(look: tuple[str, int, str], tabs: Tabs) -> Tab:
+    """The page of ``look``, opened offline and settled, for a test that only reads it."""
+    rel, width, mode = look
+    return tabs.show(rel, window(width), mode)
+
+
+def looks(rels: list[str], windows: list[tuple[int, str]]) -> Any:
+    """Parametrize ``look`` over every page of ``rels`` at every (width, mode) of ``windows``;
+    the tests of one look run on one worker (``on_one_worker``)."""
+    return pytest.mark.parametrize(
+        "look",
+        [
+            on_one_worker((rel, width, mode), f"site-shell:{rel}-{mode}-{width}")
+            for rel in rels
+            for width, mode in windows
+        ],
+        indirect=True,
+        scope="module",
     )
-    visit.page.goto(server + rel, wait_until="load")
-    visit.page.evaluate(WAIT_FOR_MATHJAX)
-    theme = visit.page.evaluate("document.documentElement.dataset.theme")
-    assert theme == mode, f"{rel}: expected the page in {mode} mode, it is in {theme} mode"
-    return visit
 
 
 # --------------------------------------------------------------------------- toggles
@@ -109,85 +135,78 @@ SIDEBAR_CONTENT = {"primary": "nav.bd-docs-nav", "secondary": "nav.page-toc"}
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
 @pytest.mark.parametrize("kind", ["primary", "secondary"])
 def test_sidebar_toggle_shows_and_hides_its_sidebar(
-    browser: Any, server: str, kind: str, width: int, mode: str
+    tabs: Tabs,
+    kind: str,
+    width: int,
+    mode: str,
 ) -> None:
     _need_site()
     rel = toc_page()
     assert rel != "<none>", "no chapter with equations and a table of contents to test on"
-    visit = open_page(browser, server, rel, width, mode)
+    visit = open_page(tabs, rel, width, mode)
     page = visit.page
-    try:
-        toggle = page.locator(f".bd-header-article .{kind}-toggle")
-        content = page.locator(SIDEBAR_CONTENT[kind])
-        assert toggle.count() == 1, f"expected one {kind} toggle in the article header"
-        assert toggle.is_visible(), f"{kind} toggle not visible at {width} px"
+    toggle = page.locator(f".bd-header-article .{kind}-toggle")
+    content = page.locator(SIDEBAR_CONTENT[kind])
+    assert toggle.count() == 1, f"expected one {kind} toggle in the article header"
+    assert toggle.is_visible(), f"{kind} toggle not visible at {width} px"
 
-        def shown() -> bool:
-            return content.count() == 1 and content.is_visible()
+    def shown() -> bool:
+        return content.count() == 1 and content.is_visible()
 
-        def expanded() -> str | None:
-            return toggle.get_attribute("aria-expanded")
+    def expanded() -> str | None:
+        return toggle.get_attribute("aria-expanded")
 
-        def becomes(state: str) -> None:
-            """Wait for the sidebar to show or hide ("visible", "hidden") and the toggle to say
-            so: events (the theme animates the sidebar), ended only by the backstop."""
-            with contextlib.suppress(PlaywrightTimeout):
-                content.wait_for(state=state)
-                page.wait_for_function(
-                    "([el, v]) => el.getAttribute('aria-expanded') === v",
-                    arg=[toggle.element_handle(), "true" if state == "visible" else "false"],
-                )
+    def becomes(state: str) -> None:
+        """Wait for the sidebar to show or hide ("visible", "hidden") and the toggle to say
+        so: events (the theme animates the sidebar), ended only by the backstop."""
+        with contextlib.suppress(PlaywrightTimeout):
+            content.wait_for(state=state)
+            page.wait_for_function(
+                "([el, v]) => el.getAttribute('aria-expanded') === v",
+                arg=[toggle.element_handle(), "true" if state == "visible" else "false"],
+            )
 
-        if width == PHONE:
-            # Sidebars start hidden; the toggle opens one as a dialog; Escape closes it.
-            assert not shown(), f"{kind} sidebar visible before the toggle is clicked"
-            assert expanded() == "false"
-            toggle.click()
-            becomes("visible")
-            assert shown(), f"clicking the {kind} toggle at {width} px did not show its sidebar"
-            assert expanded() == "true"
-            page.keyboard.press("Escape")
-            becomes("hidden")
-            assert not shown(), f"Escape did not close the {kind} sidebar at {width} px"
-            assert expanded() == "false"
-        else:
-            # Both sidebars start as columns; the toggle hides and shows the column.
-            assert shown(), f"{kind} sidebar not visible at {width} px before any click"
-            assert expanded() == "true"
-            toggle.click()
-            becomes("hidden")  # the theme animates the left sidebar out
-            assert not shown(), f"clicking the {kind} toggle at {width} px did not hide it"
-            assert expanded() == "false"
-            toggle.click()
-            becomes("visible")
-            assert shown(), f"a second click on the {kind} toggle did not show it again"
-            assert expanded() == "true"
-            dialog = page.locator(f"#pst-{kind}-sidebar-modal")
-            assert not dialog.evaluate("d => d.open"), "a dialog opened on a wide screen"
-    finally:
-        visit.close()
+    if width == PHONE:
+        # Sidebars start hidden; the toggle opens one as a dialog; Escape closes it.
+        assert not shown(), f"{kind} sidebar visible before the toggle is clicked"
+        assert expanded() == "false"
+        toggle.click()
+        becomes("visible")
+        assert shown(), f"clicking the {kind} toggle at {width} px did not show its sidebar"
+        assert expanded() == "true"
+        page.keyboard.press("Escape")
+        becomes("hidden")
+        assert not shown(), f"Escape did not close the {kind} sidebar at {width} px"
+        assert expanded() == "false"
+    else:
+        # Both sidebars start as columns; the toggle hides and shows the column.
+        assert shown(), f"{kind} sidebar not visible at {width} px before any click"
+        assert expanded() == "true"
+        toggle.click()
+        becomes("hidden")  # the theme animates the left sidebar out
+        assert not shown(), f"clicking the {kind} toggle at {width} px did not hide it"
+        assert expanded() == "false"
+        toggle.click()
+        becomes("visible")
+        assert shown(), f"a second click on the {kind} toggle did not show it again"
+        assert expanded() == "true"
+        dialog = page.locator(f"#pst-{kind}-sidebar-modal")
+        assert not dialog.evaluate("d => d.open"), "a dialog opened on a wide screen"
     assert not visit.problems, "\n".join(visit.problems)
 
 
 # --------------------------------------------------------------------------- accessibility
 
 
-@pytest.mark.parametrize(("mode", "width"), [("dark", DESKTOP), ("light", PHONE)])
-@pytest.mark.parametrize("rel", axe_sample())
+@looks(axe_sample(), [(DESKTOP, "dark"), (PHONE, "light")])
 def test_no_serious_accessibility_violations(
-    browser: Any, server: str, rel: str, mode: str, width: int
+    look: tuple[str, int, str], read_only_page: Tab
 ) -> None:
-    _need_site()
-    assert rel != "<none>", "no pages to check"
-    visit = open_page(browser, server, rel, width, mode)
-    try:
-        visit.settle()
-        assert AXE.is_file(), f"expected axe-core at {AXE}: run `npm ci` (make book does)"
-        visit.page.add_script_tag(path=str(AXE))
-        violations = visit.page.evaluate(RUN_AXE, list(FAILING_IMPACTS))
-    finally:
-        visit.close()
+    assert AXE.is_file(), f"expected axe-core at {AXE}: run `npm ci` (make book does)"
+    read_only_page.page.add_script_tag(path=str(AXE))
+    violations = read_only_page.page.evaluate(RUN_AXE, list(FAILING_IMPACTS))
     found = [f"({v['impact']}) {v['id']}: {v['help']} at {v['nodes']}" for v in violations]
+    rel, width, mode = look
     assert not found, f"{rel}, {mode} mode, {width} px:\n  " + "\n  ".join(found)
 
 
@@ -235,16 +254,10 @@ EQUATIONS_REPORT = """
 """
 
 
-@pytest.mark.parametrize("rel", math_pages() or ["<none>"])
-def test_equations_fit_the_column_on_a_phone(browser: Any, server: str, rel: str) -> None:
-    _need_site()
-    assert rel != "<none>", "no page with display equations"
-    visit = open_page(browser, server, rel, PHONE, "light")
-    try:
-        bad = visit.page.evaluate(EQUATIONS_REPORT)
-    finally:
-        visit.close()
-    assert not bad, f"{rel} at {PHONE} px:\n  " + "\n  ".join(
+@looks(math_pages() or ["<none>"], [(PHONE, "light")])
+def test_equations_fit_the_column_on_a_phone(read_only_page: Tab) -> None:
+    bad = read_only_page.page.evaluate(EQUATIONS_REPORT)
+    assert not bad, f"{read_only_page.rel} at {PHONE} px:\n  " + "\n  ".join(
         f"equation {b['i']} ({b.get('text', '')}): {b['problem']}" for b in bad
     )
 
@@ -252,46 +265,43 @@ def test_equations_fit_the_column_on_a_phone(browser: Any, server: str, rel: str
 # --------------------------------------------------------------------------- print
 
 
-def test_printed_page_opens_the_answers(browser: Any, server: str) -> None:
+def test_printed_page_opens_the_answers(tabs: Tabs) -> None:
     _need_site()
     pages = dropdown_pages()
     assert pages, "no page with dropdowns (answers) in the site"
     rel = pages[0]
-    visit = open_page(browser, server, rel, DESKTOP, "light")
+    visit = open_page(tabs, rel, DESKTOP, "light")
     page = visit.page
     answers = page.locator("details.sd-dropdown .sd-summary-content")
+    n = answers.count()
+    assert n > 0, f"{rel}: expected dropdown answers"
+    on_screen = [answers.nth(i).is_visible() for i in range(n)]
+    assert not any(on_screen), f"{rel}: answers shown on screen before being opened"
+    page.emulate_media(media="print")
     try:
-        n = answers.count()
-        assert n > 0, f"{rel}: expected dropdown answers"
-        on_screen = [answers.nth(i).is_visible() for i in range(n)]
-        assert not any(on_screen), f"{rel}: answers shown on screen before being opened"
-        page.emulate_media(media="print")
         printed = [answers.nth(i).is_visible() for i in range(n)]
     finally:
-        visit.close()
+        page.emulate_media(media="null")  # the screen again, for the next page of the tab
     assert all(printed), f"{rel}: {printed.count(False)} of {n} answers hidden when printed"
 
 
 # --------------------------------------------------------------------------- Live Code offline
 
 
-def test_live_code_offline_says_what_it_needs(browser: Any, server: str) -> None:
+def test_live_code_offline_says_what_it_needs(tabs: Tabs) -> None:
     _need_site()
     pages = [p for p in exercise_pages() if "btn-launch-thebe" in _html(p)]
     assert pages, "no exercise page with a Live Code button"
     rel = pages[0]
-    visit = open_page(browser, server, rel, DESKTOP, "light")
+    visit = open_page(tabs, rel, DESKTOP, "light")
     page = visit.page
-    try:
-        page.locator(".dropdown-launch-buttons > button").click()
-        page.locator(".btn-launch-thebe").click()
-        note = page.locator(".site-thebe-unavailable")
-        note.wait_for(state="visible")  # an event; only the backstop ends a wait for a note
-        text = note.inner_text()
-        spinner = page.locator(".thebe-launch-button")
-        left_spinning = spinner.count() > 0 and spinner.is_visible()
-    finally:
-        visit.close()
+    page.locator(".dropdown-launch-buttons > button").click()
+    page.locator(".btn-launch-thebe").click()
+    note = page.locator(".site-thebe-unavailable")
+    note.wait_for(state="visible")  # an event; only the backstop ends a wait for a note
+    text = note.inner_text()
+    spinner = page.locator(".thebe-launch-button")
+    left_spinning = spinner.count() > 0 and spinner.is_visible()
     assert "internet" in text, text
     assert "Binder" in text, text
     assert ".ipynb" in text, text
