@@ -156,12 +156,16 @@ class Translation:
         α_ti; None for the no-attention baseline (or when not asked for).
     text : str
         The output as readable text (without ``<eos>``).
+    score : float or None
+        What the search ranked the output by, log p(y | x) / lp(|y|)
+        (:func:`attnlib.decoding.beam_search`); None where the decoder does not give it.
     """
 
     src: list[str]
     out: list[str]
     alpha: np.ndarray | None
     text: str
+    score: float | None = None
 
 
 # --------------------------------------------------------------------------- protocols

@@ -16,11 +16,11 @@ English→French models of :mod:`attnlib.mt.translation`:
 * :func:`adjective_noun_swaps`: test sentences with an English adjective–noun
   pair whose French reference puts the noun first (``red car`` → ``voiture
   rouge``), and whether the model's output and its α cross the same way;
-* :func:`peak_offsets`, :func:`pair_peaks` and :func:`split_rows`: where the
-  rows of given French words put their largest weight (one word ahead, for an
-  article?), two French words fed by one English word (``ne … pas`` from
-  ``n't``), one French word fed by two English ones (``dis-moi`` from ``tell
-  me``);
+* :func:`peak_offsets`, :func:`copied_offsets`, :func:`pair_peaks` and
+  :func:`split_rows`: where the rows of given French words put their largest
+  weight (one word ahead, for an article? on the word itself, for a copied
+  name?), two French words fed by one English word (``ne … pas`` from ``n't``),
+  one French word fed by two English ones (``dis-moi`` from ``tell me``);
 * :func:`backward_share`, :func:`crossing` and :func:`least_monotonic`: how
   often the most-attended position arg max_i α_ti moves backward from one step
   to the next (:func:`attnlib.alignment.argmax_moves`, one sentence at a time),
@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -82,11 +83,14 @@ __all__ = [
     "backward_share",
     "bleu_from_stats",
     "bleu_table",
+    "copied_offsets",
     "crossing",
     "draw_alignments",
     "feature_cuts",
     "feature_markdown",
     "feature_table",
+    "forced_align",
+    "forced_swaps",
     "least_monotonic",
     "pair_peaks",
     "peak_offsets",
@@ -552,6 +556,84 @@ def align(
     return out
 
 
+def forced_align(
+    trained: Trained,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    indices: Sequence[int] | None = None,
+    threads: int | None = 1,
+) -> list[Aligned]:
+    """α for a translation given in advance: the model teacher-forced through it.
+
+    Decoding shows where the model looks while writing *its own* output; forcing a
+    reference shows where it looks while writing *that* reference, word by word (the
+    decoder reads the reference's previous word at every step, as in training). This
+    is the forced alignment: it asks how the model aligns a translation that has a
+    property (an adjective after its noun) whether or not the model would have
+    written it.
+
+    Parameters
+    ----------
+    trained : Trained
+        An attention model.
+    pairs : sequence of (str, str)
+        English sentence and the French translation to force, as written.
+    indices : sequence of int, optional
+        Each pair's position in its split (default -1: not in one).
+    threads : int or None
+        torch threads (None: leave as is).
+
+    Returns
+    -------
+    list of Aligned
+        One per pair: ``out`` is the French tokens, then ``<eos>``. A French word
+        the vocabulary lacks keeps its row under its own name (the decoder read
+        ``<unk>`` for it); ``references`` holds the forced translation.
+    """
+    import torch
+
+    from attnlib.runtime import eval_mode, torch_threads
+    from attnlib.vocab import BOS_ID
+
+    if trained.recipe.decoder == "none":
+        raise ValueError(
+            f"model {trained.name!r} has no attention: there are no α_ti to force; "
+            "use an attention model"
+        )
+    if isinstance(pairs, str) or any(
+        not (isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, str) for x in p))
+        for p in pairs
+    ):
+        raise TypeError("pairs must be a list of (English, French) string pairs")
+    indices = [-1] * len(pairs) if indices is None else list(indices)
+    if len(indices) != len(pairs):
+        raise ValueError(f"{len(indices)} indices for {len(pairs)} pairs")
+    data = trained.data
+    out = []
+    with torch_threads(threads), eval_mode(trained.model), torch.no_grad():
+        for index, (en, fr) in zip(indices, pairs, strict=True):
+            src_ids = tb.encode(tb.tokenise(en, "en"), data.src_vocab)
+            fr_tokens = tb.tokenise(fr, "fr")
+            if not fr_tokens:
+                raise ValueError(f"the French of {en!r} has no token to force")
+            tgt_ids = tb.encode(fr_tokens, data.tgt_vocab)  # y_1 … y_T, <eos>
+            _, alpha = trained.model(
+                torch.tensor([src_ids]), torch.tensor([[BOS_ID, *tgt_ids[:-1]]])
+            )
+            assert alpha is not None  # an attention decoder returns α
+            out.append(
+                Aligned(
+                    index,
+                    en,
+                    (fr,),
+                    tuple(data.src_vocab.itos[i] for i in src_ids),
+                    (*fr_tokens, "<eos>"),
+                    alpha[0].double().numpy().copy(),
+                )
+            )
+    return out
+
+
 def row_peaks(item: Aligned, token: str) -> list[tuple[int, str, float]]:
     """Where the output steps writing ``token`` look: (t, source token at arg max, its α).
 
@@ -579,15 +661,42 @@ def peak_offsets(items: Sequence[Aligned], token: str, anchor: str) -> dict[int,
     dict of int to int
         Offset → number of rows, largest count first.
     """
-    counts: dict[int, int] = {}
-    for it in items:
-        if it.src.count(anchor) != 1:
-            continue
-        at = it.src.index(anchor)
-        for t, i in enumerate(it.peaks):
-            if it.out[t] == token:
-                counts[i - at] = counts.get(i - at, 0) + 1
+    return _by_count(
+        i - it.src.index(anchor)
+        for it in items
+        if it.src.count(anchor) == 1
+        for t, i in enumerate(it.peaks)
+        if it.out[t] == token
+    )
+
+
+def _by_count(offsets: Iterable[int]) -> dict[int, int]:
+    """Offset → how often it occurs, largest count first (ties: the smaller offset)."""
+    counts = Counter(offsets)
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def copied_offsets(items: Sequence[Aligned], min_letters: int = 3) -> dict[int, int]:
+    """Where the rows that write a word as the source has it peak, counted from that word.
+
+    The control for :func:`peak_offsets`: a name (*Tom*, *Boston*) or a word French spells
+    as English does (*question*, *radio*) translates the source word it copies, so a row
+    writing it should peak on that word (offset 0) unless the model's rows look one word
+    ahead in general. Counted: every output step whose token is made of at least
+    ``min_letters`` letters (which leaves out *a*, *de* and other short words the two
+    languages share by chance) and occurs exactly once in the source.
+
+    Returns
+    -------
+    dict of int to int
+        Offset → number of rows, largest count first.
+    """
+    return _by_count(
+        i - it.src.index(word)
+        for it in items
+        for word, i in zip(it.out, it.peaks, strict=False)
+        if len(word) >= min_letters and word.isalpha() and it.src.count(word) == 1
+    )
 
 
 @dataclass(frozen=True)
@@ -750,18 +859,7 @@ def least_monotonic(
 
 # --------------------------------------------------------------------------- features
 ADJECTIVES: dict[str, tuple[str, ...]] = {
-    # colours
-    "red": ("rouge", "rouges"),
-    "blue": ("bleu", "bleue", "bleus", "bleues"),
-    "green": ("vert", "verte", "verts", "vertes"),
-    "white": ("blanc", "blanche", "blancs", "blanches"),
-    "black": ("noir", "noire", "noirs", "noires"),
-    "yellow": ("jaune", "jaunes"),
-    "brown": ("brun", "brune", "bruns", "brunes", "marron"),
-    "grey": ("gris", "grise", "grises"),
-    "gray": ("gris", "grise", "grises"),
-    "pink": ("rose", "roses"),
-    "purple": ("violet", "violette", "violets", "violettes"),
+    **tb.COLOURS,
     # nationalities
     "french": ("français", "française", "françaises"),
     "english": ("anglais", "anglaise", "anglaises"),
@@ -958,6 +1056,35 @@ def adjective_noun_swaps(items: Sequence[Aligned]) -> list[AdjectiveNounSwap]:
     return found
 
 
+def forced_swaps(trained: Trained, swaps: Sequence[AdjectiveNounSwap]) -> list[AdjectiveNounSwap]:
+    """Each swap a reference writes noun first, re-read on that reference by forced alignment.
+
+    For every pair of ``swaps`` (from :func:`adjective_noun_swaps`) whose references
+    put the adjective after its noun, the first such reference is forced through the
+    model (:func:`forced_align`), and the pair is checked on it: ``in_output`` is then
+    True by construction, and ``crossing`` says whether the model's α crosses when it
+    writes the noun first, whatever it would have written itself. Every candidate
+    gets an answer, where the model's own outputs answer only for the few it writes
+    noun first.
+    """
+    picked = []
+    for s in swaps:
+        if not s.in_reference:
+            continue
+        ref = next(r for r in s.item.references if _postnominal(tb.tokenise(r, "fr"), s.adjective))
+        picked.append((s, ref))
+    forced = forced_align(
+        trained,
+        [(s.item.source, ref) for s, ref in picked],
+        indices=[s.item.index for s, _ in picked],
+    )
+    out = []
+    for (s, _), item in zip(picked, forced, strict=True):
+        [again] = [f for f in adjective_noun_swaps([item]) if f.q == s.q]
+        out.append(again)
+    return out
+
+
 _SUBJECTS = frozenset(
     {"je", "j'", "tu", "il", "elle", "on", "nous", "vous", "ils", "elles", "ne", "n'"}
 )
@@ -1019,9 +1146,13 @@ class FeatureRow:
     ----------
     name, meaning : str
     in_group, in_all : int
-        Sentences with the feature, in the group and in the whole split.
+        Sentences with the feature, in the group and in the whole split (or whatever the
+        group was drawn from).
     n_group, n_all : int
         Sizes of the group and of the split.
+
+    ``ratio`` says how much more common the feature is in the group; ``p_over`` whether
+    that excess could be luck.
     """
 
     name: str
@@ -1048,6 +1179,18 @@ class FeatureRow:
         ``inf`` if the split never has it.
         """
         return self.group_share / self.all_share if self.in_all else math.inf
+
+    @property
+    def p_over(self) -> float:
+        """How likely a group this large, drawn at random from the split, would have the
+        feature at least ``in_group`` times: the one-sided hypergeometric test of "the group
+        has more of it than chance would give". Small: the excess is unlikely to be luck."""
+        n_all, in_all, n_group = self.n_all, self.in_all, self.n_group
+        total = math.comb(n_all, n_group)
+        hits = range(self.in_group, min(in_all, n_group) + 1)
+        return (
+            sum(math.comb(in_all, k) * math.comb(n_all - in_all, n_group - k) for k in hits) / total
+        )
 
 
 def feature_table(
@@ -1108,17 +1251,22 @@ def feature_cuts(
     return {n: {r.name: r for r in feature_table(ranked[:n], everything)} for n in cuts}
 
 
-def feature_markdown(by_cut: Mapping[int, Mapping[str, FeatureRow]]) -> str:
-    """A Markdown table of :func:`feature_cuts`: each feature's share overall and at each cut."""
+def feature_markdown(
+    by_cut: Mapping[int, Mapping[str, FeatureRow]], base: str = "all test sentences"
+) -> str:
+    """A Markdown table of :func:`feature_cuts`: each feature's share in ``base`` (what the
+    tops were drawn from) and at each cut, with its ratio to the base and its ``p_over``."""
     cuts = list(by_cut)
     names = list(by_cut[cuts[0]])
-    head = "| feature | all test sentences | " + " | ".join(f"top {n}" for n in cuts) + " |"
+    head = f"| feature | {base} | " + " | ".join(f"top {n}" for n in cuts) + " |"
     rule = "|---|---|" + "---|" * len(cuts)
     lines = [head, rule]
     for name in names:
         first = by_cut[cuts[0]][name]
         cells = " | ".join(
-            f"{by_cut[n][name].group_share:.0%} (×{by_cut[n][name].ratio:.1f})" for n in cuts
+            f"{by_cut[n][name].group_share:.0%} (×{by_cut[n][name].ratio:.1f}, "
+            f"p {by_cut[n][name].p_over:.2g})"
+            for n in cuts
         )
         lines.append(f"| {first.meaning} | {first.all_share:.1%} | {cells} |")
     return "\n".join(lines)

@@ -8,6 +8,9 @@ retrained model gets its own examples by the same rules.
 * :func:`pick_examples` — one test sentence per rule: the lowest sentence BLEU,
   where beam search fixes greedy decoding and where it makes it worse, an ``<unk>``,
   the longest source, the shortest and the longest output relative to the references.
+* :func:`carried_details`, :func:`carried_pairs` — over a whole split, how many of the
+  source's names, numbers and colours that a reference carries over the model's output
+  carries over too, and which of two models keeps more of them (a sign test).
 * :func:`reference_disagreement` — the human reference that scores lowest against
   the other references of its own source: a valid translation BLEU punishes.
 * :func:`beam_trace` — what a beam of size k holds after each of the first steps.
@@ -24,6 +27,7 @@ The chapter "Training, decoding and scoring an English→French model"
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,10 +44,14 @@ from attnlib.vocab import PAD_ID, Vocab
 
 __all__ = [
     "RULES",
+    "Carried",
     "Disagreement",
     "Example",
+    "PairedDetails",
     "Sensitivity",
     "beam_trace",
+    "carried_details",
+    "carried_pairs",
     "examples_html",
     "final_state_sensitivity",
     "html_table",
@@ -67,6 +75,121 @@ RULES: dict[str, str] = {
 
 Lengths of French outputs and references are counted in word pieces (:func:`pieces`),
 so that ``Prouve-le-moi !`` counts as long as ``Prouve le moi``."""
+
+
+@dataclass(frozen=True)
+class Carried:
+    """How many details of one kind an output carries over: ``kept`` of ``n``."""
+
+    kept: int
+    n: int
+
+    @property
+    def share(self) -> float:
+        """``kept / n`` (NaN for a kind with no detail)."""
+        return self.kept / self.n if self.n else float("nan")
+
+
+@dataclass(frozen=True)
+class PairedDetails:
+    """Two systems' outputs on the same details: which keeps what the other drops.
+
+    ``a_only`` details only the first output keeps, ``b_only`` only the second;
+    ``p`` the exact one-sided sign test of "the first keeps more" on those discordant
+    details (the chance of ``a_only`` or more of ``a_only + b_only`` coin flips).
+    """
+
+    a_only: int
+    b_only: int
+    p: float
+
+
+#: One detail: (source index, kind, the forms an output may carry it over in).
+_Detail = tuple[int, str, tuple[str, ...]]
+
+
+def _details(sources: Sequence[str], references: Sequence[Sequence[str]]) -> list[_Detail]:
+    """The names, numbers and colours of the sources that a reference carries over."""
+    found: list[_Detail] = []
+    for k, (source, refs) in enumerate(zip(sources, references, strict=True)):
+        ref_tokens = [set(tb.tokenise(r, "fr", lower=False)) for r in refs]
+        ref_lower = [{t.lower() for t in toks} for toks in ref_tokens]
+        for word in dict.fromkeys(tb.tokenise(source, "en", lower=False)):  # once each
+            wanted: tuple[str, ...]
+            if word.isalpha() and word[0].isupper() and word != "I":
+                kind, wanted, verbatim = "names", (word.lower(),), True
+            elif any(c.isdigit() for c in word):
+                kind, wanted, verbatim = "numbers", (word.lower(),), True
+            elif word.lower() in tb.COLOURS:
+                kind, wanted, verbatim = "colours", tb.COLOURS[word.lower()], False
+            else:
+                continue
+            if verbatim:
+                carried = any(word in toks for toks in ref_tokens)
+            else:
+                carried = any(set(wanted) & toks for toks in ref_lower)
+            if carried:
+                found.append((k, kind, wanted))
+    return found
+
+
+def _kept(details: list[_Detail], outputs: Sequence[str]) -> list[bool]:
+    words = [{t.lower() for t in tb.tokenise(o, "fr", lower=False)} for o in outputs]
+    return [bool(set(wanted) & words[k]) for k, _, wanted in details]
+
+
+def carried_details(
+    sources: Sequence[str], references: Sequence[Sequence[str]], outputs: Sequence[str]
+) -> dict[str, Carried]:
+    """Names, numbers and colours of the sources that the outputs carry over, counted.
+
+    A detail is counted where a reference carries it over, so the count asks only for
+    what a translator did write:
+
+    - ``"names"``: a source word spelt with a capital (not *I*) that a reference writes
+      exactly so (*Tom*, *Boston*; French keeps names as they are);
+    - ``"numbers"``: a source token holding a digit that a reference writes exactly so;
+    - ``"colours"``: an English colour of :data:`attnlib.mt.tatoeba.COLOURS` of which a
+      reference holds a French form.
+
+    An output keeps a name or a number if it holds it (any case), a colour if it holds one
+    of its French forms. One count per (source, detail): a source naming Tom twice counts once.
+
+    Returns
+    -------
+    dict of str to Carried
+        ``"names"``, ``"numbers"``, ``"colours"``, then ``"all"`` (the three together).
+    """
+    _check_lists(len(sources), references=references, outputs=outputs)
+    details = _details(sources, references)
+    kept = _kept(details, outputs)
+    found = {
+        kind: Carried(
+            sum(k for (_, c, _), k in zip(details, kept, strict=True) if c == kind),
+            sum(c == kind for _, c, _ in details),
+        )
+        for kind in ("names", "numbers", "colours")
+    }
+    found["all"] = Carried(sum(kept), len(details))
+    return found
+
+
+def carried_pairs(
+    sources: Sequence[str],
+    references: Sequence[Sequence[str]],
+    outputs_a: Sequence[str],
+    outputs_b: Sequence[str],
+) -> PairedDetails:
+    """Which of two systems carries over more of the same details (:func:`carried_details`):
+    the details one keeps and the other drops, and a sign test on them."""
+    _check_lists(len(sources), references=references, outputs_a=outputs_a, outputs_b=outputs_b)
+    details = _details(sources, references)
+    pairs = list(zip(_kept(details, outputs_a), _kept(details, outputs_b), strict=True))
+    a_only = sum(a and not b for a, b in pairs)
+    b_only = sum(b and not a for a, b in pairs)
+    n = a_only + b_only
+    p = sum(math.comb(n, j) for j in range(a_only, n + 1)) / 2**n
+    return PairedDetails(a_only, b_only, p)
 
 
 _PIECE = re.compile(r"\w+")

@@ -104,6 +104,7 @@ from attnlib.vocab import EOS_ID, PAD_ID, SPECIALS, Vocab
 
 __all__ = [
     "ATTRIBUTION",
+    "COLOURS",
     "NORMALISATION_RULES",
     "UNK",
     "UNK_ID",
@@ -757,6 +758,24 @@ def batches(
         rng.shuffle(runs)
     for run in runs:
         yield _make_batch(encoded_pairs, run)
+
+
+#: English colours and their French forms (every gender and number): the course's counts of
+#: colours carried over (:func:`attnlib.mt.examples.carried_details`) and of adjectives placed
+#: after their noun (:data:`attnlib.mt.alignments.ADJECTIVES`).
+COLOURS: dict[str, tuple[str, ...]] = {
+    "red": ("rouge", "rouges"),
+    "blue": ("bleu", "bleue", "bleus", "bleues"),
+    "green": ("vert", "verte", "verts", "vertes"),
+    "white": ("blanc", "blanche", "blancs", "blanches"),
+    "black": ("noir", "noire", "noirs", "noires"),
+    "yellow": ("jaune", "jaunes"),
+    "brown": ("brun", "brune", "bruns", "brunes", "marron"),
+    "grey": ("gris", "grise", "grises"),
+    "gray": ("gris", "grise", "grises"),
+    "pink": ("rose", "roses"),
+    "purple": ("violet", "violette", "violets", "violettes"),
+}
 
 
 def unk_as_word(text: str) -> str:

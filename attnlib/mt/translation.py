@@ -521,6 +521,7 @@ def translate(
                 out=words,
                 alpha=None if d.alpha is None else d.alpha.numpy().copy(),
                 text=_to_text(d.tokens, data.tgt_vocab, data.casing, keep_unk),
+                score=d.score,
             )
         )
     return out
@@ -546,6 +547,9 @@ class Evaluation:
     k : int
     seconds : float
         Decoding time.
+    scores : list of float
+        What the search ranked each hypothesis by, log p(y | x) / lp(|y|), in the order of
+        ``sources``: how highly the model rates the output it chose.
     """
 
     bleu: scoring.BleuResult
@@ -557,6 +561,7 @@ class Evaluation:
     split: str = "test"
     k: int = 1
     seconds: float = 0.0
+    scores: list[float] = field(default_factory=list, repr=False)
 
     @property
     def n(self) -> int:
@@ -602,6 +607,7 @@ def evaluate(
     with torch_threads(threads):
         outputs = translate(model, data, sources, k, keep_unk=unk != "drop", return_attention=False)
     hyps = [t.text for t in outputs]
+    ranked = [float(t.score) for t in outputs if t.score is not None]
     seconds = time.perf_counter() - start
     lengths = [tb.words(s) for s in sources]
     lo, hi = min(edges[0], *lengths), max(edges[-1], max(lengths) + 1)
@@ -617,6 +623,7 @@ def evaluate(
         split=split,
         k=k,
         seconds=seconds,
+        scores=ranked,
     )
 
 

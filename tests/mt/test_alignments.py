@@ -336,6 +336,24 @@ def test_feature_table_counts_group_and_split() -> None:
         ma.feature_table([], plain)
 
 
+def test_p_over_is_the_hypergeometric_tail_of_the_group_count() -> None:
+    # 10 sentences, 3 with the feature; a group of 2 holding both: 3 of the 45 pairs do
+    both = ma.FeatureRow("f", "", in_group=2, in_all=3, n_group=2, n_all=10)
+    assert both.p_over == pytest.approx(3 / 45)
+    # at least one of the 2: all pairs but the 21 drawn from the 7 without it
+    one = dataclasses.replace(both, in_group=1)
+    assert one.p_over == pytest.approx(1 - 21 / 45)
+    assert dataclasses.replace(both, in_group=0).p_over == pytest.approx(1.0)
+    # by simulation: draw groups of 2 at random and count how often both have it
+    rng = np.random.default_rng(0)
+    has = np.array([True] * 3 + [False] * 7)
+    draws = np.array([has[rng.choice(10, size=2, replace=False)].sum() for _ in range(20_000)])
+    assert both.p_over == pytest.approx(np.mean(draws >= 2), abs=0.01)
+    # a group with the split's share has nothing to explain
+    whole = ma.FeatureRow("f", "", in_group=3, in_all=3, n_group=10, n_all=10)
+    assert whole.p_over == 1.0
+
+
 def test_feature_cuts_count_each_top_of_the_ranking() -> None:
     q1, q2 = item("Is it red?", "est-ce rouge ?"), item("Who is he?", "qui est-il ?")
     plain = [item("I see.", "je vois ."), item("Go.", "va .")]
@@ -345,7 +363,9 @@ def test_feature_cuts_count_each_top_of_the_ranking() -> None:
     assert cuts[2]["question"].ratio == 1.0  # half of the top 2, half of all
     table = ma.feature_markdown(cuts)
     assert table.splitlines()[0] == "| feature | all test sentences | top 1 | top 2 | top 4 |"
-    assert "| 100% (×2.0) | 50% (×1.0) | 50% (×1.0) |" in table
+    # the top 1 is a question with probability 2/4; the top 2 holds one or both with 5/6
+    assert "| 100% (×2.0, p 0.5) | 50% (×1.0, p 0.83) | 50% (×1.0, p 1) |" in table
+    assert ma.feature_markdown(cuts, "ranked").splitlines()[0].startswith("| feature | ranked |")
     with pytest.raises(ValueError, match="every cut"):
         ma.feature_cuts(ranked, ranked, (5,))
 
@@ -411,6 +431,61 @@ def test_align_keeps_alpha_with_the_tokens_that_label_it() -> None:
 
 
 @pytest.mark.slow
+def test_forcing_the_models_own_output_gives_back_the_alpha_of_decoding() -> None:
+    """Greedy decoding feeds the model its own last word; forcing that same output feeds it
+    the same words, so the two α agree (to float32 rounding): forcing changes only what the
+    decoder reads, never how it attends. (The untrained model runs to its length limit
+    without an <eos>: the forced output ends with one, a row decoding did not reach.)"""
+    trained = _tiny()
+    items = [it for it in ma.align(trained) if tb.UNK not in it.out]
+    assert len(items) >= 5, "too few outputs without <unk> to compare"
+    pairs = [(it.source, " ".join(t for t in it.out if t != "<eos>")) for it in items]
+    forced = ma.forced_align(trained, pairs, indices=[it.index for it in items])
+    for it, f, (_, fr) in zip(items, forced, pairs, strict=True):
+        assert (f.index, f.source, f.src, f.references) == (it.index, it.source, it.src, (fr,))
+        written = it.out if it.out[-1] == "<eos>" else (*it.out, "<eos>")
+        assert f.out == written
+        rows = len(it.out)
+        np.testing.assert_allclose(f.alpha[:rows], it.alpha, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_forced_swaps_reread_each_pair_on_the_reference_that_writes_the_noun_first() -> None:
+    trained = _tiny()
+    reference = "La voiture rouge est à moi."
+    wrote = item("The red car is mine.", "la rouge est la mienne .", references=(reference,))
+    [own] = ma.adjective_noun_swaps([wrote])
+    assert (own.in_reference, own.in_output) == (True, False)
+    [again] = ma.forced_swaps(trained, [own])
+    assert again.item.references == (reference,)
+    assert again.item.out == ("la", "voiture", "rouge", "est", "à", "moi", ".", "<eos>")
+    assert (again.adjective, again.noun, again.q, again.in_output, again.t) == (
+        "red",
+        "car",
+        1,
+        True,
+        2,
+    )
+    peaks = again.item.peaks
+    assert again.crossing == (peaks[2] < peaks[1])
+    # a pair no reference writes noun first is not forced
+    plain = item("The red car is mine.", "la voiture rouge .", references=("C'est à moi.",))
+    assert ma.forced_swaps(trained, ma.adjective_noun_swaps([plain])) == []
+
+
+@pytest.mark.slow
+def test_forced_align_refuses_what_it_cannot_force() -> None:
+    with pytest.raises(ValueError, match="no attention"):
+        ma.forced_align(_tiny(attention=False), [("Go.", "Va !")])
+    with pytest.raises(TypeError, match="pairs"):
+        ma.forced_align(_tiny(), ["Go."])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="no token"):
+        ma.forced_align(_tiny(), [("Go.", "   ")])
+    with pytest.raises(ValueError, match="indices"):
+        ma.forced_align(_tiny(), [("Go.", "Va !")], indices=[1, 2])
+
+
+@pytest.mark.slow
 def test_align_refuses_a_model_without_attention() -> None:
     with pytest.raises(ValueError, match="no attention"):
         ma.align(_tiny(attention=False), ["Go."])
@@ -433,6 +508,20 @@ def test_peak_offsets_counts_from_the_anchor_word() -> None:
     # two "the": which one "la" translates is unclear, so the sentence is left out
     two = item("The cat saw the dog.", "le chat a vu le chien .", [1, 1, 2, 2, 4, 4, 5, 6])
     assert ma.peak_offsets([two], "le", "the") == {}
+
+
+def test_copied_offsets_counts_rows_that_write_a_source_word_from_that_word() -> None:
+    # tom likes radio . <eos> → tom aime la radio . <eos>
+    on_word = item("Tom likes radio.", "tom aime la radio .", [0, 1, 2, 2, 3, 4])
+    ahead = item("Tom likes radio.", "tom aime la radio .", [1, 1, 2, 2, 3, 4])  # tom at likes
+    assert ma.copied_offsets([on_word]) == {0: 2}  # tom and radio, each on itself
+    assert ma.copied_offsets([on_word, ahead]) == {0: 3, 1: 1}
+    # short words (a, de), punctuation and <eos> are not copies; nor is a word the source has twice
+    short = item("I have a cat.", "j' ai un chat .", [0, 1, 2, 3, 4, 5])
+    assert ma.copied_offsets([short]) == {}
+    twice = item("Tom saw Tom.", "tom a vu tom .", [0, 1, 1, 2, 3, 4])
+    assert ma.copied_offsets([twice]) == {}
+    assert ma.copied_offsets([on_word], min_letters=4) == {0: 1}  # radio only
 
 
 def test_pair_peaks_finds_both_halves_of_a_negation() -> None:

@@ -244,3 +244,48 @@ def test_html_tables_escape_the_text() -> None:
     assert table.count("<tr>") == 2  # the header and one example
     assert "<br>" not in mx.html_table(["a"], [["x"]])
     assert mx.html_table(["a"], [[["x", "y"]]]).count("<br>") == 1
+
+
+# --------------------------------------------------------------------------- details carried over
+DETAIL_SOURCES = ["Tom has a red car.", "I live in Boston.", "The 3 dogs are black.", "Go home."]
+DETAIL_REFS = [
+    ["Tom a une voiture rouge."],
+    ["Je vis à Boston.", "J'habite à Boston."],
+    ["Les 3 chiens sont noirs."],
+    ["Rentre chez toi."],
+]
+
+
+def test_carried_details_counts_what_a_reference_carries_over_and_the_output_keeps():
+    outputs = [
+        "Tom a une voiture bleue.",
+        "Je vis à boston.",
+        "Les trois chiens sont noires.",
+        "Va.",
+    ]
+    got = mx.carried_details(DETAIL_SOURCES, DETAIL_REFS, outputs)
+    # names: Tom and Boston (any case in the output), not "The", "I" or "Go", which no
+    # reference writes; numbers: 3; colours: red (dropped) and black (any French form)
+    assert (got["names"].kept, got["names"].n) == (2, 2)
+    assert (got["numbers"].kept, got["numbers"].n) == (0, 1)
+    assert (got["colours"].kept, got["colours"].n) == (1, 2)
+    assert (got["all"].kept, got["all"].n) == (3, 5)
+    assert got["colours"].share == 0.5
+    # a detail no reference carries over is not asked of the output
+    free = mx.carried_details(["Tom is red."], [["Il a honte."]], ["Il est rouge."])
+    assert free["all"].n == 0
+    assert free["names"].share != free["names"].share  # NaN: nothing to count
+
+
+def test_carried_pairs_counts_the_details_one_output_keeps_and_the_other_drops():
+    keeps = ["Tom a une voiture rouge.", "Je vis à Boston.", "Les 3 chiens sont noirs.", "Va."]
+    drops = ["Il a une voiture.", "Je vis à Paris.", "Les 3 chiens sont noirs.", "Va."]
+    paired = mx.carried_pairs(DETAIL_SOURCES, DETAIL_REFS, keeps, drops)
+    assert (paired.a_only, paired.b_only) == (3, 0)  # Tom, red, Boston; 3 and black both keep
+    assert paired.p == pytest.approx(1 / 8)  # three heads in three fair coin flips
+    reverse = mx.carried_pairs(DETAIL_SOURCES, DETAIL_REFS, drops, keeps)
+    assert (reverse.a_only, reverse.b_only, reverse.p) == (0, 3, 1.0)
+    same = mx.carried_pairs(DETAIL_SOURCES, DETAIL_REFS, keeps, keeps)
+    assert (same.a_only, same.b_only, same.p) == (0, 0, 1.0)
+    with pytest.raises(ValueError, match="3 entries but there are 4 sources"):
+        mx.carried_pairs(DETAIL_SOURCES, DETAIL_REFS, keeps[:3], drops)

@@ -164,6 +164,22 @@ def test_evaluate_scores_against_all_references() -> None:
     assert {en: sorted(r) for en, r in zip(ev.sources, ev.references, strict=True)} == want
 
 
+def test_evaluate_keeps_the_score_each_output_was_ranked_by() -> None:
+    """``scores[i]`` is what the search ranked output i by, log p / lp: the decoder's own score
+    of it (tests/test_decoding.py holds that score to the teacher-forced log p)."""
+    model, _ = _quick()
+    data = _data()
+    for k in (1, 3):
+        ev = tr.evaluate(model, data, "test", k=k, threads=1)  # type: ignore[arg-type]
+        decoded = tr.decode(model, data, ev.sources, k=k)  # type: ignore[arg-type]
+        assert len(ev.scores) == ev.n
+        assert ev.scores == [d.score for d in decoded]
+        translated = tr.translate(model, data, ev.sources[:3], k=k)  # type: ignore[arg-type]
+        # three sources are another batch: the same outputs, scores equal to float32 rounding
+        assert [t.score for t in translated] == pytest.approx(ev.scores[:3], abs=1e-4)
+        assert [t.text for t in translated] == ev.hypotheses[:3]
+
+
 def test_evaluate_of_the_references_themselves_is_perfect() -> None:
     # a model that outputs one reference of each source scores 100: built by hand here
     data = _data()
